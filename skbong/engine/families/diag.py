@@ -1,0 +1,50 @@
+"""Diagonal Gaussian: state (μ, σ²) with σ² a (P,) vector.
+
+``diag`` takes natural-parameter steps (BONG-LIN-HESS = VD-EKF, BLR = online
+VON / VOGN), ``diag_moment`` moment-parameter steps (online BBB) (appendix E.3, E.4).
+Only diag(G) is used: diag(−B Bᵀ) = −rowsum(B ∘ B).
+"""
+
+import jax
+import jax.numpy as jnp
+
+from . import gaussian as gs
+
+
+def _explicit(curv):
+    if curv.factor is not None:
+        return -jnp.sum(curv.factor**2, axis=1)
+    return curv.hess
+
+
+ALGEBRA = gs.Algebra(
+    matvec=lambda a, v: a * v,
+    inv=lambda a: 1.0 / a,
+    explicit=_explicit,
+    sandwich=lambda var, curv: var * var * _explicit(curv),
+    add_precision_factor=lambda var, b: 1.0 / (1.0 / var + jnp.sum(b * b, axis=1)),
+    sym_outer=lambda a, b: 2.0 * a * b,
+    add_isotropic=lambda a, c: a + c,
+    diagonal=lambda a: a,
+)
+
+
+def sample(state, key, n):
+    """θ = μ + σ ∘ ε."""
+    eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
+    return state.mean + eps * jnp.sqrt(state.cov)
+
+
+def output_cov(state, jac):
+    """J diag(σ²) Jᵀ for per-row Jacobians (n, C, P)."""
+    return jnp.einsum("ncp,p,ndp->ncd", jac, state.cov, jac)
+
+
+def _family(parametrisation):
+    return gs.make_family(
+        ALGEBRA, lambda p, dt: jnp.ones((p,), dtype=dt), sample, output_cov, "diag", parametrisation
+    )
+
+
+DIAG = _family("natural")
+DIAG_MOMENT = _family("moment")

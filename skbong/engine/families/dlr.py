@@ -1,0 +1,189 @@
+"""Diagonal-plus-low-rank precision: Σ⁻¹ = Υ + W Wᵀ, Υ diagonal (P,), W (P, R).
+
+Natural-gradient rules (BONG = LO-FI with LIN-HESS, BLR = online SLANG with MC-EF)
+take the full-covariance natural step in factored form and project back to rank R
+with an SVD that keeps the diagonal (eqs. 274–277, 281–292, 293–308). Plain-gradient
+rules (BOG, BBB) step on (μ, Υ, W) directly (eqs. 309–328). All work stays in
+P × k and k × k arrays; nothing P × P is formed.
+"""
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.scipy.linalg import solve_triangular
+
+from ..linalg import dlr_cov_root, dlr_solve, project_rank, sym
+from .base import Family
+
+
+class DLRState(NamedTuple):
+    """Gaussian N(μ, (Υ + W Wᵀ)⁻¹)."""
+
+    mean: Any
+    prec_diag: Any
+    prec_lr: Any
+
+
+def init(mean0, prior_var, rank):
+    """Prior N(μ₀, σ₀² I): Υ = σ₀⁻², W = 0."""
+    p = mean0.shape[0]
+    return DLRState(
+        mean0,
+        jnp.full((p,), 1.0 / prior_var, mean0.dtype),
+        jnp.zeros((p, rank), mean0.dtype),
+    )
+
+
+def predict(state, mean0, hyper):
+    """OU predict step; exact for the isotropic prior covariance (LO-FI predict).
+
+    With q_eff = (1 − γ²) σ₀² + q, the covariance γ² Σ + q_eff I has precision
+    Υ' + W' W'ᵀ with Υ' = 1 / (γ²/Υ + q_eff) and
+    W' = γ (Υ'/Υ) W C⁻ᵀ, C = chol(I + q_eff Wᵀ diag(Υ'/Υ) W)  (Woodbury).
+    """
+    gamma = hyper.drift
+    q_eff = (1.0 - gamma**2) * hyper.prior_var + hyper.process_noise
+    prec_diag = 1.0 / (gamma**2 / state.prec_diag + q_eff)
+    ratio = prec_diag / state.prec_diag
+    w = state.prec_lr
+    rank = w.shape[1]
+    inner = jnp.eye(rank, dtype=w.dtype) + q_eff * (w.T @ (ratio[:, None] * w))
+    chol = jnp.linalg.cholesky(sym(inner))
+    w_new = solve_triangular(chol, (gamma * ratio[:, None] * w).T, lower=True).T
+    mean = gamma * state.mean + (1.0 - gamma) * mean0
+    return DLRState(mean, prec_diag, w_new)
+
+
+def _prec_matvec(state, v):
+    return state.prec_diag * v + state.prec_lr @ (state.prec_lr.T @ v)
+
+
+def _kl_gradient(state, prior, g):
+    """g̃ = g − Λ₀(μ − μ₀) (eq. 265)."""
+    return g - _prec_matvec(prior, state.mean - prior.mean)
+
+
+def _require_factor(curv):
+    if curv.factor is None:
+        raise ValueError("family='dlr' needs a low-rank curvature factor (not mc_hess)")
+    return curv.factor
+
+
+def ngd(state, prior, g, curv, alpha):
+    """Full-covariance natural step in factored form, then rank-R projection.
+
+    Without a prior (BONG): Λ' = Υ + W̃W̃ᵀ, W̃ = [W, √α B].
+    With a prior (one BLR step): Υ' = (1−α)Υ + αΥ₀, W̃ = [√(1−α) W, √α W₀, √α B].
+    μ' = μ + α Λ'⁻¹ g̃ with the untruncated W̃ (Woodbury), then SVD projection.
+    """
+    factor = jnp.sqrt(alpha) * _require_factor(curv)
+    if prior is None:
+        prec_diag = state.prec_diag
+        wide = jnp.concatenate([state.prec_lr, factor], axis=1)
+    else:
+        g = _kl_gradient(state, prior, g)
+        prec_diag = (1.0 - alpha) * state.prec_diag + alpha * prior.prec_diag
+        wide = jnp.concatenate(
+            [jnp.sqrt(1.0 - alpha) * state.prec_lr, jnp.sqrt(alpha) * prior.prec_lr, factor],
+            axis=1,
+        )
+    mean = state.mean + alpha * dlr_solve(prec_diag, wide, g)
+    w, dropped = project_rank(wide, state.prec_lr.shape[1])
+    return DLRState(mean, prec_diag + dropped, w)
+
+
+def _diag_sandwich(state, root, c):
+    """diag(Σ diag(c) Σ) with Σ = D − V Vᵀ, D = Υ⁻¹, in O(P R²)."""
+    d = 1.0 / state.prec_diag
+    rows = jnp.sum(root * root, axis=1)
+    small = root.T @ (c[:, None] * root)
+    return d * d * c - 2.0 * d * c * rows + jnp.sum((root @ small) * root, axis=1)
+
+
+def gd(state, prior, g, curv, alpha):
+    """Plain gradient step on (μ, Υ, W) (eqs. 309–314, 319–325).
+
+    With ∇_Σ = G̃/2 and Σ = (Υ + WWᵀ)⁻¹: ∇_Υ = −½ diag(Σ G̃ Σ), ∇_W = −Σ G̃ Σ W.
+    G̃ is held as diag(c) + U diag(s) Uᵀ: U = B, s = −1, c = 0 without a prior; with a
+    prior (BBB) G̃ = G − Λ₀ + Λ adds c = Υ − Υ₀ and U = [B, W, W₀], s = [−1, +1, −1].
+    """
+    factor = _require_factor(curv)
+    w = state.prec_lr
+    if prior is None:
+        c = jnp.zeros_like(state.prec_diag)
+        u = factor
+        s = -jnp.ones((factor.shape[1],), factor.dtype)
+    else:
+        g = _kl_gradient(state, prior, g)
+        c = state.prec_diag - prior.prec_diag
+        u = jnp.concatenate([factor, w, prior.prec_lr], axis=1)
+        s = jnp.concatenate(
+            [
+                -jnp.ones((factor.shape[1],), w.dtype),
+                jnp.ones((w.shape[1],), w.dtype),
+                -jnp.ones((prior.prec_lr.shape[1],), w.dtype),
+            ]
+        )
+    root = dlr_cov_root(state.prec_diag, w)
+
+    def cov_matmul(x):
+        return x / state.prec_diag[:, None] - root @ (root.T @ x)
+
+    su = cov_matmul(u)
+    sw = cov_matmul(w)
+    diag_term = _diag_sandwich(state, root, c) + jnp.sum(su * su * s[None, :], axis=1)
+    w_term = cov_matmul(c[:, None] * sw) + su @ (s[:, None] * (su.T @ w))
+    return DLRState(
+        state.mean + alpha * g,
+        state.prec_diag - 0.5 * alpha * diag_term,
+        w - alpha * w_term,
+    )
+
+
+def sample(state, key, n):
+    """θ ~ N(μ, (Υ + WWᵀ)⁻¹) in O(P R² + P R n).
+
+    With A = Υ^{-1/2} W = U s Vᵀ (thin SVD), Λ = Υ^{1/2} (I + A Aᵀ) Υ^{1/2}, so
+    θ = μ + Υ^{-1/2} (I + U((1 + s²)^{-1/2} − 1) Uᵀ) ε.
+    """
+    scale = jax.lax.rsqrt(state.prec_diag)
+    u, s, _ = jnp.linalg.svd(scale[:, None] * state.prec_lr, full_matrices=False)
+    eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
+    shrink = jax.lax.rsqrt(1.0 + s * s) - 1.0
+    z = eps + ((eps @ u) * shrink[None, :]) @ u.T
+    return state.mean + z * scale[None, :]
+
+
+def marginal_var(state):
+    """diag((Υ + WWᵀ)⁻¹) = 1/Υ − rowsum(V²)."""
+    root = dlr_cov_root(state.prec_diag, state.prec_lr)
+    return 1.0 / state.prec_diag - jnp.sum(root * root, axis=1)
+
+
+def output_cov(state, jac):
+    """J Σ Jᵀ = J Υ⁻¹ Jᵀ − (J V)(J V)ᵀ for per-row Jacobians (n, C, P)."""
+    root = dlr_cov_root(state.prec_diag, state.prec_lr)
+    jv = jnp.einsum("ncp,pr->ncr", jac, root)
+    return jnp.einsum("ncp,p,ndp->ncd", jac, 1.0 / state.prec_diag, jac) - jnp.einsum(
+        "ncr,ndr->ncd", jv, jv
+    )
+
+
+def is_valid(state):
+    """Finite state with a positive diagonal precision."""
+    finite = jnp.all(jnp.isfinite(state.mean)) & jnp.all(jnp.isfinite(state.prec_diag))
+    return finite & jnp.all(jnp.isfinite(state.prec_lr)) & jnp.all(state.prec_diag > 0)
+
+
+DLR = Family(
+    init=init,
+    predict=predict,
+    ngd=ngd,
+    gd=gd,
+    sample=sample,
+    marginal_var=marginal_var,
+    output_cov=output_cov,
+    is_valid=is_valid,
+    hess_kind=None,
+)

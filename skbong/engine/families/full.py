@@ -1,0 +1,58 @@
+"""Full-covariance Gaussian: state (μ, Σ) with Σ a dense (P, P) matrix.
+
+``full`` takes natural-parameter steps (BONG-LIN-HESS = CM-EKF, BONG-MC = explicit
+RVGA), ``full_moment`` moment-parameter steps (appendix E.1 and E.2).
+"""
+
+import jax
+import jax.numpy as jnp
+
+from ..linalg import spd_inverse, sym, woodbury_lowrank_downdate
+from . import gaussian as gs
+
+
+def _explicit(curv):
+    if curv.factor is not None:
+        return -curv.factor @ curv.factor.T
+    return curv.hess
+
+
+def _sandwich(cov, curv):
+    if curv.factor is not None:
+        half = cov @ curv.factor
+        return -half @ half.T
+    return sym(cov @ curv.hess @ cov)
+
+
+ALGEBRA = gs.Algebra(
+    matvec=lambda a, v: a @ v,
+    inv=spd_inverse,
+    explicit=_explicit,
+    sandwich=_sandwich,
+    add_precision_factor=woodbury_lowrank_downdate,
+    sym_outer=lambda a, b: jnp.outer(a, b) + jnp.outer(b, a),
+    add_isotropic=lambda a, c: a + c * jnp.eye(a.shape[0], dtype=a.dtype),
+    diagonal=jnp.diag,
+)
+
+
+def sample(state, key, n):
+    """θ = μ + L ε with Σ = L Lᵀ."""
+    chol = jnp.linalg.cholesky(sym(state.cov))
+    eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
+    return state.mean + eps @ chol.T
+
+
+def output_cov(state, jac):
+    """J Σ Jᵀ for per-row Jacobians (n, C, P)."""
+    return jnp.einsum("ncp,pq,ndq->ncd", jac, state.cov, jac)
+
+
+def _family(parametrisation):
+    return gs.make_family(
+        ALGEBRA, lambda p, dt: jnp.eye(p, dtype=dt), sample, output_cov, "dense", parametrisation
+    )
+
+
+FULL = _family("natural")
+FULL_MOMENT = _family("moment")

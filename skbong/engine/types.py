@@ -1,0 +1,114 @@
+"""Plain data types shared across the engine: static configuration, traced
+hyperparameters and the curvature estimate.
+
+Anything that changes shapes or code paths lives in :class:`Config` (static under
+``jax.jit``); every real-valued hyperparameter lives in :class:`Hyper` (traced), so
+that changing a prior variance never recompiles.
+"""
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+RULE_NAMES = ("bong", "bog", "blr", "bbb")
+HESSIAN_NAMES = ("lin_hess", "lin_ef", "mc_ef", "mc_hess")
+FAMILY_NAMES = ("full", "full_moment", "diag", "diag_moment", "dlr")
+LIKELIHOOD_NAMES = ("gaussian", "bernoulli", "categorical", "poisson")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Static configuration of a BONG-family learner (hashable; a ``jit`` static argument).
+
+    Parameters
+    ----------
+    model : MLP or UserModel
+        The model f(θ, X).
+    likelihood : str
+        ``gaussian``, ``bernoulli``, ``categorical`` or ``poisson``.
+    family : str
+        ``full``, ``full_moment``, ``diag``, ``diag_moment`` or ``dlr``.
+    rank : int
+        R, the rank of the low-rank precision part (``dlr`` only).
+    rule : str
+        ``bong``, ``bog``, ``blr`` or ``bbb``.
+    hessian : str
+        ``lin_hess``, ``lin_ef``, ``mc_ef`` or ``mc_hess``.
+    n_iter : int
+        I, inner steps of ``blr`` and ``bbb``.
+    mc_samples : int
+        M, samples of the MC estimators.
+    dynamic : bool
+        Whether the predict step (drift / process noise) runs. With ``False`` (γ = 1,
+        q = 0) it is skipped entirely.
+    """
+
+    model: Any
+    likelihood: str = "gaussian"
+    family: str = "dlr"
+    rank: int = 10
+    rule: str = "bong"
+    hessian: str = "lin_hess"
+    n_iter: int = 10
+    mc_samples: int = 10
+    dynamic: bool = False
+
+    def __post_init__(self):
+        checks = (
+            ("likelihood", self.likelihood, LIKELIHOOD_NAMES),
+            ("family", self.family, FAMILY_NAMES),
+            ("rule", self.rule, RULE_NAMES),
+            ("hessian", self.hessian, HESSIAN_NAMES),
+        )
+        for name, value, allowed in checks:
+            if value not in allowed:
+                raise ValueError(f"{name}={value!r} is not one of {allowed}")
+        for name in ("rank", "n_iter", "mc_samples"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.family == "dlr" and self.hessian == "mc_hess":
+            raise ValueError(
+                "hessian='mc_hess' is not available for family='dlr': a dense or diagonal "
+                "Hessian cannot be projected onto the low-rank precision (paper, appendix E.5); "
+                "use lin_hess, lin_ef or mc_ef"
+            )
+
+
+class Hyper(NamedTuple):
+    """Traced real-valued hyperparameters (arrays of the working dtype).
+
+    Attributes
+    ----------
+    prior_var : scalar
+        σ₀², the isotropic prior variance (also the OU stationary variance).
+    obs_var : scalar or (C,)
+        Gaussian observation variance R (ignored by the other likelihoods).
+    learning_rate : scalar
+        α of ``bog``, ``blr`` and ``bbb`` (``bong`` uses 1).
+    drift : scalar
+        γ ∈ (0, 1], the Ornstein–Uhlenbeck decay toward the prior.
+    process_noise : scalar
+        q ≥ 0, isotropic process noise added in the predict step.
+    """
+
+    prior_var: Any
+    obs_var: Any
+    learning_rate: Any
+    drift: Any
+    process_noise: Any
+
+
+class Curv(NamedTuple):
+    """Curvature G ≈ E_q[∇²_θ log p(y | θ)]; exactly one field is set.
+
+    Attributes
+    ----------
+    factor : array (P, k) or None
+        ``B`` with ``G = −B Bᵀ`` (LIN-HESS, LIN-EF, MC-EF).
+    hess : array (P, P) or (P,) or None
+        ``G`` itself: dense for the full families, its diagonal for the diagonal
+        families (MC-HESS, and the KL-augmented curvature of BLR / BBB).
+    """
+
+    factor: Any = None
+    hess: Any = None
