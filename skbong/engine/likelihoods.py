@@ -14,7 +14,8 @@ Each likelihood gives, for one row with output ``f`` (shape ``(C,)``) and target
 other likelihoods ignore it.
 """
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp

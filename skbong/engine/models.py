@@ -8,8 +8,8 @@ Parameter pytrees are flattened with :func:`jax.flatten_util.ravel_pytree`.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

@@ -1,6 +1,7 @@
 """The interface every Gaussian family provides to the rules and the stream."""
 
-from typing import Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import NamedTuple
 
 
 class Family(NamedTuple):
@@ -39,4 +40,4 @@ class Family(NamedTuple):
     marginal_var: Callable
     output_cov: Callable
     is_valid: Callable
-    hess_kind: Optional[str]
+    hess_kind: str | None

@@ -25,7 +25,8 @@ one of four steps with rate α:
   μ' = μ + α g̃,   Σ' = Σ + (α / 2) G̃.
 """
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
