@@ -1,0 +1,23 @@
+"""skbong: scikit-learn-compatible online Bayesian estimators.
+
+``BongRegressor`` and ``BongClassifier`` learn from a stream one row (or
+mini-batch) at a time with the Bayesian Online Natural Gradient family of
+Jones, Chang & Murphy (2024) and its relatives (BOG, BLR, BBB), and report how
+uncertain they are. The numerical engine is :mod:`skbong.engine` (pure JAX).
+"""
+
+from ._classifier import BongClassifier
+from ._regressor import BongRegressor
+from .exceptions import NonFiniteUpdateError
+from .pipeline import StreamingPipeline, make_streaming_pipeline
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BongClassifier",
+    "BongRegressor",
+    "NonFiniteUpdateError",
+    "StreamingPipeline",
+    "make_streaming_pipeline",
+    "__version__",
+]

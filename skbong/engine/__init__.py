@@ -10,9 +10,15 @@ hyperparameters in :class:`Hyper`.
 from .families import FAMILIES, DLRState, MeanCov
 from .likelihoods import LIKELIHOODS
 from .models import MLP, UserModel
-from .predictive import PREDICTIVES, output_samples, predict_log_proba, predict_moments
+from .predictive import (
+    PREDICTIVES,
+    output_samples,
+    predict_log_proba,
+    predict_moments,
+    sample_outputs,
+)
 from .rules import RULES, update
-from .stream import run_stream, stream_step
+from .stream import CHUNK_SIZES, chunk_plan, run_stream, stream, stream_step
 from .types import (
     FAMILY_NAMES,
     HESSIAN_NAMES,
@@ -50,6 +56,10 @@ __all__ = [
     "predict_log_proba",
     "predict_moments",
     "run_stream",
+    "sample_outputs",
+    "stream",
     "stream_step",
+    "CHUNK_SIZES",
+    "chunk_plan",
     "update",
 ]

@@ -62,16 +62,27 @@ def dlr_cov_root(prec_diag, factor):
 def project_rank(factor, rank):
     """Keep the top ``rank`` directions of ``W̃ W̃ᵀ`` and return the dropped diagonal.
 
-    Thin QR of ``W̃`` then an SVD of the small triangular factor (more accurate in
-    float32 than an eigendecomposition of ``W̃ᵀ W̃``). Returns ``(W, dropped)`` with
-    ``W W̃ᵀ``'s top-``rank`` part and ``dropped = rowsum((U[:, R:] S[R:])²)`` so that
-    ``diag(Υ + W Wᵀ)`` is preserved (eqs. 284–286).
+    With the small Gram matrix ``W̃ᵀ W̃ = V diag(s²) Vᵀ`` (k × k), the columns of
+    ``W̃ V = U diag(s)`` are the scaled left singular vectors of ``W̃`` (thin SVD,
+    eqs. 284–286). The head ``W̃ V[:, :R]`` is the new factor and the tail's squared
+    row norms are returned so that ``diag(Υ + W Wᵀ)`` is preserved. A second
+    Gram pass on ``W̃ V`` re-orthogonalises the rotation (as in CholeskyQR2), which
+    keeps float32 tails at rounding level; a Householder QR is avoided because it is
+    an order of magnitude slower on CPU for tall, thin P × k matrices.
+
+    Returns
+    -------
+    head : array (P, rank)
+        The new low-rank factor (zero-padded if k < rank).
+    dropped : array (P,)
+        ``rowsum((U[:, R:] S[R:])²)``, to add to the diagonal.
     """
-    q, r = jnp.linalg.qr(factor)
-    u_small, s, _ = jnp.linalg.svd(r, full_matrices=False)
-    u = q @ u_small
-    scaled = u * s[None, :]
-    head, tail = scaled[:, :rank], scaled[:, rank:]
+    rotated = factor
+    for _ in range(2):
+        gram = rotated.T @ rotated
+        _, vecs = jnp.linalg.eigh(sym(gram))
+        rotated = rotated @ vecs[:, ::-1]  # descending singular values
+    head, tail = rotated[:, :rank], rotated[:, rank:]
     dropped = jnp.sum(tail * tail, axis=1)
     if head.shape[1] < rank:  # fewer columns than the rank: pad with zeros
         head = jnp.pad(head, ((0, 0), (0, rank - head.shape[1])))

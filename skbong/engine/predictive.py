@@ -42,6 +42,10 @@ def output_samples(config, state, x, key, kind, n_samples):
     return f_mean[None] + jax.vmap(push)(thetas - state.mean)
 
 
+sample_outputs = jax.jit(output_samples, static_argnames=("config", "kind", "n_samples"))
+"""Jitted :func:`output_samples`."""
+
+
 @partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
 def predict_moments(config, state, hyper, x, key, kind, n_samples):
     """Mean and variance of y for the Gaussian and Poisson likelihoods, each (n, C).

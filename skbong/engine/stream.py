@@ -14,6 +14,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .families import FAMILIES
 from .likelihoods import LIKELIHOODS
@@ -77,4 +78,67 @@ def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key):
 
     steps = step0 + jnp.arange(xs.shape[0])
     state, (log_lik, f, ok) = jax.lax.scan(body, state, (xs, ys, ws, steps))
+    return state, log_lik, f, ok
+
+
+CHUNK_SIZES = (512, 64, 8, 1)
+"""Scan lengths that are ever compiled: a stream of T steps runs as a greedy sum of
+these (e.g. 1000 = 512 + 7·64 + 5·8), so at most ``len(CHUNK_SIZES)`` programs exist
+per configuration and input width, whatever the stream length or batch sizes."""
+
+
+def chunk_plan(n_steps):
+    """Split ``n_steps`` into scan lengths from :data:`CHUNK_SIZES` (largest first)."""
+    plan = []
+    for size in CHUNK_SIZES:
+        count, n_steps = divmod(n_steps, size)
+        plan.extend([size] * count)
+    return plan
+
+
+def to_steps(x, y, w, batch_size):
+    """Reshape host (numpy) rows into ``(T, b, ...)`` mini-batches; the last is padded
+    with zero-weight rows."""
+    n = x.shape[0]
+    n_steps = -(-n // batch_size)
+    pad = n_steps * batch_size - n
+    if pad:
+        x = np.concatenate([x, np.zeros((pad,) + x.shape[1:], x.dtype)])
+        y = np.concatenate([y, np.zeros((pad,) + y.shape[1:], y.dtype)])
+        w = np.concatenate([w, np.zeros((pad,), w.dtype)])
+    return (
+        x.reshape(n_steps, batch_size, *x.shape[1:]),
+        y.reshape(n_steps, batch_size, *y.shape[1:]),
+        w.reshape(n_steps, batch_size),
+    )
+
+
+def stream(config, state, mean0, hyper, x, y, w, batch_size, step0, key, callback=None):
+    """Learn from host (numpy) rows ``x, y, w`` in order, ``batch_size`` rows per update.
+
+    Runs :func:`run_stream` over the chunks of :func:`chunk_plan`, so the number of
+    compiled programs stays bounded. ``callback(n_done, n_total)`` is called after
+    each chunk (progress reporting).
+
+    Returns
+    -------
+    state, log_lik (n,), outputs (n, C), ok (T,)
+        As :func:`run_stream`, with per-row outputs trimmed of padding.
+    """
+    n = x.shape[0]
+    xs, ys, ws = to_steps(x, y, w, batch_size)
+    n_steps = xs.shape[0]
+    parts, start = [], 0
+    for size in chunk_plan(n_steps):
+        sl = slice(start, start + size)
+        state, log_lik, f, ok = run_stream(
+            config, state, mean0, hyper, xs[sl], ys[sl], ws[sl], step0 + start, key
+        )
+        parts.append((log_lik, f, ok))
+        start += size
+        if callback is not None:
+            callback(start, n_steps)
+    log_lik = np.concatenate([np.asarray(p[0]) for p in parts]).reshape(-1)[:n]
+    f = np.concatenate([np.asarray(p[1]) for p in parts]).reshape(n_steps * batch_size, -1)[:n]
+    ok = np.concatenate([np.asarray(p[2]) for p in parts])
     return state, log_lik, f, ok

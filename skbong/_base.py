@@ -1,0 +1,386 @@
+"""Shared scikit-learn machinery of BongRegressor and BongClassifier.
+
+The estimators validate, encode, convert to and from JAX, and delegate every
+number to :mod:`skbong.engine`. The fitted belief is kept as numpy arrays (no JAX
+array and no jitted function lives on an estimator), so estimators pickle and
+resume on another machine.
+"""
+
+import os
+from numbers import Integral, Real
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import engine
+from .exceptions import NonFiniteUpdateError
+
+STRUCTURAL = (
+    "hidden_layer_sizes",
+    "activation",
+    "model",
+    "fit_intercept",
+    "family",
+    "rank",
+    "rule",
+    "hessian",
+    "n_iter",
+    "mc_samples",
+    "batch_size",
+    "dtype",
+)
+"""Parameters that fix the shape of the belief or the compiled program: changing one
+of them between ``partial_fit`` calls requires a new ``fit``."""
+
+_PREDICT_ROWS = 1024
+
+
+def _check_model(model):
+    if model is None:
+        return
+    init = getattr(model, "init", None) if not isinstance(model, tuple) else model[0]
+    apply = getattr(model, "apply", None) if not isinstance(model, tuple) else model[1]
+    if not (callable(init) and callable(apply)) or (isinstance(model, tuple) and len(model) != 2):
+        raise ValueError(
+            "model must be None, a pair (init, apply) of callables, or an object with "
+            f"callable .init and .apply attributes; got {model!r}"
+        )
+
+
+def _physical_memory():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 16 * 2**30
+
+
+class BongBase(BaseEstimator):
+    """Parameters, validation and streaming shared by the BONG estimators."""
+
+    _parameter_constraints = {
+        "hidden_layer_sizes": ["array-like"],
+        "activation": [StrOptions(set(engine.models.ACTIVATIONS))],
+        "model": "no_validation",
+        "fit_intercept": ["boolean"],
+        "family": [StrOptions(set(engine.FAMILY_NAMES))],
+        "rank": [Interval(Integral, 1, None, closed="left")],
+        "rule": [StrOptions(set(engine.RULE_NAMES))],
+        "hessian": [StrOptions(set(engine.HESSIAN_NAMES))],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "mc_samples": [Interval(Integral, 1, None, closed="left")],
+        "prior_variance": [Interval(Real, 0, None, closed="neither")],
+        "drift": [Interval(Real, 0, 1, closed="right")],
+        "process_noise": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "predictive": [StrOptions(set(engine.PREDICTIVES))],
+        "predictive_samples": [Interval(Integral, 1, None, closed="left")],
+        "dtype": [StrOptions({"float32", "float64"})],
+        "on_error": [StrOptions({"raise", "skip"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_layer_sizes=(),
+        activation="relu",
+        model=None,
+        fit_intercept=True,
+        family="dlr",
+        rank=10,
+        rule="bong",
+        hessian="lin_hess",
+        learning_rate=0.1,
+        n_iter=10,
+        mc_samples=10,
+        prior_variance=1.0,
+        drift=1.0,
+        process_noise=0.0,
+        batch_size=1,
+        predictive="plugin",
+        predictive_samples=100,
+        dtype="float32",
+        on_error="raise",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.model = model
+        self.fit_intercept = fit_intercept
+        self.family = family
+        self.rank = rank
+        self.rule = rule
+        self.hessian = hessian
+        self.learning_rate = learning_rate
+        self.n_iter = n_iter
+        self.mc_samples = mc_samples
+        self.prior_variance = prior_variance
+        self.drift = drift
+        self.process_noise = process_noise
+        self.batch_size = batch_size
+        self.predictive = predictive
+        self.predictive_samples = predictive_samples
+        self.dtype = dtype
+        self.on_error = on_error
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ hooks
+    # Subclasses define: _likelihood(), _n_outputs(), _encode_y(y, first) and the
+    # public fit / partial_fit signatures.
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+    # --------------------------------------------------------------- checking
+    def _check_params(self):
+        self._validate_params()
+        sizes = tuple(np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object)).tolist())
+        if any(not isinstance(s, Integral) or isinstance(s, bool) or s < 1 for s in sizes):
+            raise ValueError(
+                f"hidden_layer_sizes must be a tuple of positive integers, got {self.hidden_layer_sizes!r}"
+            )
+        _check_model(self.model)
+        if self.family == "dlr" and self.hessian == "mc_hess":
+            raise ValueError(
+                "hessian='mc_hess' is not available with family='dlr': the paper omits MC-HESS for "
+                "the low-rank family (appendix E.5); use 'lin_hess', 'lin_ef' or 'mc_ef'"
+            )
+        if self.rule == "blr" and self.learning_rate > 1:
+            raise ValueError(
+                f"learning_rate={self.learning_rate} must be in (0, 1] for rule='blr' (the natural "
+                "step is a convex combination of the current and prior precisions)"
+            )
+        return tuple(int(s) for s in sizes)
+
+    def _jax_dtype(self):
+        return np.float64 if self.dtype == "float64" else np.float32
+
+    def _x64(self):
+        return jax.enable_x64(self.dtype == "float64")
+
+    def _signature(self):
+        params = self.get_params(deep=False)
+        return tuple((k, repr(params[k])) for k in STRUCTURAL)
+
+    def _build_config(self, n_features, n_outputs, hidden):
+        if self.model is None:
+            model = engine.MLP(
+                n_features, n_outputs, hidden, self.activation, bool(self.fit_intercept)
+            )
+        else:
+            init, apply = (
+                self.model if isinstance(self.model, tuple) else (self.model.init, self.model.apply)
+            )
+            model = engine.UserModel(init, apply, n_features, n_outputs)
+        n_params = model.n_params()
+        if self.family in ("full", "full_moment"):
+            need = 4 * n_params * n_params * np.dtype(self._jax_dtype()).itemsize
+            if need > 0.5 * _physical_memory():
+                raise ValueError(
+                    f"family={self.family!r} with P={n_params} parameters needs about "
+                    f"{need / 2**30:.1f} GiB for the dense covariance and its update, more than half "
+                    f"of this machine's memory ({_physical_memory() / 2**30:.1f} GiB); use "
+                    "family='dlr' or 'diag'"
+                )
+        return engine.Config(
+            model=model,
+            likelihood=self._likelihood(n_outputs),
+            family=self.family,
+            rank=int(self.rank),
+            rule=self.rule,
+            hessian=self.hessian,
+            n_iter=int(self.n_iter),
+            mc_samples=int(self.mc_samples),
+            dynamic=bool(self.drift != 1.0 or self.process_noise != 0.0),
+        )
+
+    def _hyper(self, obs_var):
+        dt = self._jax_dtype()
+        return engine.Hyper(
+            prior_var=jnp.asarray(self.prior_variance, dt),
+            obs_var=jnp.asarray(obs_var, dt),
+            learning_rate=jnp.asarray(self.learning_rate, dt),
+            drift=jnp.asarray(self.drift, dt),
+            process_noise=jnp.asarray(self.process_noise, dt),
+        )
+
+    # ------------------------------------------------------------ the belief
+    def _key(self, purpose):
+        return jax.random.fold_in(jax.random.PRNGKey(self._seed), purpose)
+
+    def _state_to_jax(self):
+        cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
+        return cls(*(jnp.asarray(a) for a in self._state))
+
+    def _reset(self, n_features, n_outputs, hidden):
+        """Forget everything: draw the seed, build the configuration and the prior."""
+        self._seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        config = self._build_config(n_features, n_outputs, hidden)
+        with self._x64():
+            mean0 = config.model.flat_init(self._key(0), self._jax_dtype())
+            state = engine.init_state(config, mean0, jnp.asarray(self.prior_variance, mean0.dtype))
+            self._prior_mean = np.asarray(mean0)
+            self._state = tuple(np.asarray(a) for a in state)
+        self._fit_signature = self._signature()
+        self._hidden = hidden
+        self.n_observations_ = 0
+        self.n_skipped_ = 0
+        self._n_steps = 0
+        return config
+
+    def _config(self):
+        hidden = self._check_params()
+        if self._signature() != self._fit_signature:
+            changed = [
+                k for (k, v), (_, w) in zip(self._signature(), self._fit_signature) if v != w
+            ]
+            raise ValueError(
+                f"parameter(s) {changed} changed since the estimator was fitted; they fix the shape "
+                "of the posterior, so call fit() to start again"
+            )
+        return self._build_config(self.n_features_in_, self._n_out, hidden)
+
+    def _learn(self, config, X, Y, sample_weight, obs_var):
+        """Stream rows into the belief; commit only if every update was valid."""
+        dt = self._jax_dtype()
+        w = np.ones(X.shape[0], dt) if sample_weight is None else np.asarray(sample_weight, dt)
+        bar = self._progress(X.shape[0])
+        with self._x64():
+            state, _, _, ok = engine.stream(
+                config,
+                self._state_to_jax(),
+                jnp.asarray(self._prior_mean),
+                self._hyper(obs_var),
+                X.astype(dt, copy=False),
+                Y.astype(dt, copy=False),
+                w,
+                int(self.batch_size),
+                self._n_steps,
+                self._key(1),
+                callback=bar,
+            )
+            new_state = tuple(np.asarray(a) for a in state)
+        bad = np.flatnonzero(~ok)
+        if bad.size and self.on_error == "raise":
+            first = int(bad[0]) * int(self.batch_size)
+            rows = (
+                f"row {first}"
+                if self.batch_size == 1
+                else f"rows {first}..{first + self.batch_size - 1}"
+            )
+            raise NonFiniteUpdateError(
+                f"the update for {rows} of this batch gave a non-finite or invalid posterior "
+                f"(family={self.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); nothing "
+                "from this call was applied. Check the inputs for extreme values, lower "
+                "prior_variance or learning_rate, or pass on_error='skip'"
+            )
+        self._state = new_state
+        self._n_steps += -(-X.shape[0] // int(self.batch_size))
+        self.n_skipped_ += int(bad.size) * int(self.batch_size)
+        self.n_observations_ += int(X.shape[0])
+        self._publish(config)
+
+    def _progress(self, n_rows):
+        if not self.verbose:
+            return None
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - optional extra
+            tqdm = None
+        if tqdm is None:
+            return lambda done, total: print(f"[{type(self).__name__}] step {done}/{total}")
+        bar = tqdm(total=-(-n_rows // int(self.batch_size)), desc=type(self).__name__, unit="step")
+
+        def update(done, total):
+            bar.update(done - bar.n)
+            if done == total:
+                bar.close()
+
+        return update
+
+    def _publish(self, config):
+        """Expose the belief as numpy fitted attributes."""
+        with self._x64():
+            state = self._state_to_jax()
+            self.posterior_mean_ = np.asarray(state.mean).copy()
+            self.posterior_var_ = np.asarray(engine.FAMILIES[self.family].marginal_var(state))
+        if self.model is None and not self._hidden:
+            d, c = self.n_features_in_, self._n_out
+            weights = self.posterior_mean_[: d * c].reshape(d, c).T
+            bias = self.posterior_mean_[d * c :] if self.fit_intercept else np.zeros(c)
+            self.coef_, self.intercept_ = self._linear_attributes(weights, bias)
+
+    # ------------------------------------------------------------- fit paths
+    def _fit_rows(self, X, y, sample_weight, reset, **encode_kw):
+        first = reset or not hasattr(self, "_state")
+        hidden = self._check_params()
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            reset=first,
+            dtype=[np.float64, np.float32],
+            multi_output=True,
+            y_numeric=self._y_numeric,
+        )
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+            if not np.all(np.isfinite(sample_weight)):
+                raise ValueError("sample_weight contains NaN or infinity")
+            if np.any(sample_weight < 0):
+                raise ValueError("sample_weight must be non-negative")
+        Y, n_out, obs_var = self._encode_y(y, first, **encode_kw)
+        if first:
+            backup = self.__dict__.copy()
+            try:
+                self._n_out = n_out
+                config = self._reset(X.shape[1], n_out, hidden)
+                self._learn(config, X, Y, sample_weight, obs_var)
+            except BaseException:
+                self.__dict__.clear()
+                self.__dict__.update(backup)
+                raise
+            return self
+        config = self._config()
+        self._learn(config, X, Y, sample_weight, obs_var)
+        return self
+
+    # ------------------------------------------------------------ predicting
+    def _predict_rows(self, X, fn, **kw):
+        """Apply a jitted engine predictive to X in fixed-size row blocks."""
+        check_is_fitted(self, "_state")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = X.astype(self._jax_dtype(), copy=False)
+        config = self._config()
+        outs = []
+        with self._x64():
+            state = self._state_to_jax()
+            key = self._key(2)
+            for start in range(0, X.shape[0], _PREDICT_ROWS):
+                block = X[start : start + _PREDICT_ROWS]
+                n = block.shape[0]
+                size = max(8, 1 << (n - 1).bit_length())  # pad rows to a power of two
+                padded = np.concatenate([block, np.zeros((size - n, X.shape[1]), X.dtype)])
+                res = fn(config, state, padded, key, **kw)
+                outs.append(tuple(np.asarray(r)[:n] for r in res))
+        return tuple(np.concatenate(parts) for parts in zip(*outs))
+
+    @property
+    def n_params_(self):
+        """Number of model parameters P."""
+        check_is_fitted(self, "_state")
+        return int(self._prior_mean.shape[0])
+
+
+__all__ = ["BongBase", "STRUCTURAL"]

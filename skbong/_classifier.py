@@ -1,0 +1,241 @@
+"""BongClassifier: online Bayesian classification (Bernoulli or categorical likelihood)."""
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+
+from . import engine
+from ._base import BongBase
+
+
+class BongClassifier(ClassifierMixin, BongBase):
+    """Online Bayesian classification by the BONG family (Jones, Chang & Murphy, 2024).
+
+    Two classes use a Bernoulli likelihood on one logit; more use a categorical
+    (softmax) likelihood on one logit per class. Labels may be integers or strings.
+    The belief over the parameters is updated one observation (or mini-batch) at a
+    time with the chosen ``rule``, ``hessian`` estimator and ``family``.
+
+    Parameters
+    ----------
+    hidden_layer_sizes : tuple of int, default=()
+        Hidden layer widths of the MLP; ``()`` is logistic / softmax regression.
+    activation : {"relu", "tanh", "gelu", "sigmoid", "identity"}, default="relu"
+        Hidden-layer activation.
+    model : tuple (init, apply) or object with ``.init`` and ``.apply``, default=None
+        A user JAX model ``init(key, n_features, n_outputs) -> params`` and
+        ``apply(params, X) -> logits`` (n_outputs is 1 for two classes, else the number
+        of classes); overrides ``hidden_layer_sizes`` and ``activation``.
+    fit_intercept : bool, default=True
+        Learn an intercept (linear models).
+    family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
+        Variational family.
+    rank : int, default=10
+        Rank R of the low-rank part of the ``dlr`` precision.
+    rule : {"bong", "bog", "blr", "bbb"}, default="bong"
+        Update rule.
+    hessian : {"lin_hess", "lin_ef", "mc_ef", "mc_hess"}, default="lin_hess"
+        Gradient and curvature estimator (``mc_hess`` is not available for ``dlr``).
+    learning_rate : float, default=0.1
+        Step size α of bog, blr (α ≤ 1) and bbb; bong's rate is 1.
+    n_iter : int, default=10
+        Inner steps I of blr and bbb.
+    mc_samples : int, default=10
+        Samples M of the MC estimators.
+    prior_variance : float, default=1.0
+        Isotropic prior variance σ₀² of the parameters.
+    drift : float in (0, 1], default=1.0
+        Ornstein–Uhlenbeck decay γ toward the prior before each update.
+    process_noise : float, default=0.0
+        Isotropic process noise q added before each update.
+    batch_size : int, default=1
+        Rows treated as one likelihood term per update.
+    predictive : {"plugin", "linmc", "mc"}, default="plugin"
+        Posterior predictive of ``predict_proba``: plugin p(y | f(x, μ)), linearised
+        Monte Carlo, or Monte Carlo; probabilities are averaged over samples.
+    predictive_samples : int, default=100
+        Samples S of the ``linmc`` and ``mc`` predictives.
+    dtype : {"float32", "float64"}, default="float32"
+        Working precision (float64 is enabled locally, never globally).
+    on_error : {"raise", "skip"}, default="raise"
+        What to do with an update that would give a non-finite posterior.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network prior mean, the MC estimators and the MC predictives.
+    verbose : int, default=0
+        Show a progress bar (tqdm if installed) while learning.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Feature names, when X was a DataFrame with string column names.
+    n_observations_ : int
+        Rows learned so far.
+    n_skipped_ : int
+        Rows whose update was skipped (``on_error="skip"``).
+    posterior_mean_ : ndarray of shape (P,)
+        Posterior mean of all parameters.
+    posterior_var_ : ndarray of shape (P,)
+        Posterior marginal variances.
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        Posterior mean weights (linear models only), as in ``LogisticRegression``.
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        Posterior mean intercepts (linear models only).
+
+    See Also
+    --------
+    BongRegressor : The regression counterpart.
+    sklearn.linear_model.SGDClassifier : Online linear classification without uncertainty.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from skbong import BongClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = BongClassifier(family="full", random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:1]).shape
+    (1, 3)
+    """
+
+    _y_numeric = False
+
+    def _likelihood(self, n_outputs):
+        return "bernoulli" if n_outputs == 1 else "categorical"
+
+    def _encode_y(self, y, first, classes=None):
+        if np.ndim(y) != 1:
+            y = np.asarray(y)
+            if y.ndim == 2 and y.shape[1] == 1:
+                y = y[:, 0]
+            else:
+                raise ValueError(f"y must be 1-dimensional, got shape {np.shape(y)}")
+        check_classification_targets(y)
+        if first:
+            labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+            if classes is not None and len(labels) != len(classes):
+                raise ValueError("classes contains duplicate labels")
+            if len(labels) < 2:
+                raise ValueError(
+                    f"BongClassifier needs samples of at least 2 classes; got only {labels.tolist()}"
+                )
+            self.classes_ = labels
+        elif classes is not None and not np.array_equal(
+            np.unique(np.asarray(classes)), self.classes_
+        ):
+            raise ValueError(
+                f"classes={list(classes)} differs from the classes given on the first call "
+                f"({self.classes_.tolist()}); call fit() to start again"
+            )
+        unseen = ~np.isin(y, self.classes_)
+        if np.any(unseen):
+            raise ValueError(
+                f"y contains label(s) {np.unique(y[unseen]).tolist()} not in classes_ "
+                f"{self.classes_.tolist()}"
+            )
+        idx = np.searchsorted(self.classes_, y)
+        k = len(self.classes_)
+        Y = idx[:, None].astype(np.float64) if k == 2 else np.eye(k)[idx]
+        return Y, (1 if k == 2 else k), 1.0
+
+    def _linear_attributes(self, weights, bias):
+        return weights, bias
+
+    def fit(self, X, y, sample_weight=None):
+        """Forget everything, then learn from the rows of X in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two distinct).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Multiplies each row's log-likelihood term.
+
+        Returns
+        -------
+        self : BongClassifier
+            The fitted estimator.
+        """
+        return self._fit_rows(X, y, sample_weight, reset=True)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Continue learning from the current posterior with the rows of X in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs; any number of rows, even one.
+        y : array-like of shape (n_samples,)
+            Class labels, all in ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            All labels the stream will contain. Required on the first call (as for
+            ``SGDClassifier``); if given later it must match ``classes_``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Multiplies each row's log-likelihood term.
+
+        Returns
+        -------
+        self : BongClassifier
+            The updated estimator.
+        """
+        if not hasattr(self, "_state") and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit")
+        return self._fit_rows(X, y, sample_weight, reset=False, classes=classes)
+
+    def predict_log_proba(self, X):
+        """Log posterior predictive class probabilities under ``predictive``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Log probabilities, columns ordered as ``classes_``.
+        """
+        (logp,) = self._predict_rows(
+            X,
+            lambda cfg, st, x, key: (
+                engine.predict_log_proba(
+                    cfg, st, x, key, self.predictive, int(self.predictive_samples)
+                ),
+            ),
+        )
+        return logp.astype(np.float64)
+
+    def predict_proba(self, X):
+        """Posterior predictive class probabilities under ``predictive``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Probabilities (rows sum to one), columns ordered as ``classes_``.
+        """
+        proba = np.exp(self.predict_log_proba(X))
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Most probable class under the posterior predictive.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predicted labels.
+        """
+        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]

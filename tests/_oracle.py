@@ -1,0 +1,329 @@
+"""Independent autodiff oracle for the BONG update rules and gradient estimators.
+
+Nothing here imports the engine: every function works on plain arrays, and every
+update is obtained by automatic differentiation of a scalar objective, never from
+the hand-derived closed forms of ALGORITHMS.md / appendix E of the paper.
+
+Rules (ALGORITHMS.md, "Oracle for tests"). With (g, G) held constant, the surrogate
+S(μ, Σ) = gᵀμ + ½ tr(GΣ) has ∇_μ S = g and ∇_Σ S = G/2 (Bonnet / Price), and the
+objective is L = S − KL(N(μ, Σ) ‖ prior) (with a prior: BLR, BBB) or L = S (BONG, BOG).
+
+* Plain-gradient step (BOG, BBB): ψ ← ψ + α ∇_ψ L in the family's own parameters ψ;
+  a matrix parameter that is symmetric by construction gets the symmetric part of
+  the unconstrained gradient (the gradient with respect to a symmetric matrix).
+* Natural-gradient step (BONG, BLR), natural families: η ← η + α ∇_ρ L with ρ the
+  mean (dual) parameters, differentiated through μ(ρ), Σ(ρ).
+* Natural-gradient step, moment families: ψ ← ψ + α F(ψ)⁻¹ ∇_ψ L with the Fisher F
+  the Hessian of ψ' ↦ KL(q_ψ ‖ q_ψ') at ψ' = ψ; the full covariance is parametrised
+  by its lower triangle (vech) so that F is invertible.
+* DLR natural-gradient step: the full natural step on the dense precision
+  Υ + W Wᵀ (the caller projects / compares; see :func:`project_rank`).
+
+States are plain arrays: ``(mu, cov)`` with a dense (P, P) ``cov`` for the full and
+diagonal families (a diagonal matrix for the latter), ``(mu, ups, W)`` for DLR
+(precision ``diag(ups) + W Wᵀ``). Priors are always dense ``(mu0, cov0)``.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.flatten_util import ravel_pytree
+
+# ----------------------------------------------------------------------------------
+# Objective
+# ----------------------------------------------------------------------------------
+
+
+def sym(a):
+    """Symmetric part of a square matrix."""
+    return 0.5 * (a + a.T)
+
+
+def surrogate(mu, cov, g, G):
+    """S(μ, Σ) = gᵀμ + ½ tr(GΣ)."""
+    return g @ mu + 0.5 * jnp.trace(G @ cov)
+
+
+def gauss_kl(mu, cov, mu0, cov0):
+    """KL(N(μ, Σ) ‖ N(μ₀, Σ₀)) in closed form (differentiable)."""
+    p = mu.shape[0]
+    d = mu0 - mu
+    sol = jnp.linalg.solve(cov0, jnp.concatenate([cov, d[:, None]], axis=1))
+    logdet0 = jnp.linalg.slogdet(cov0)[1]
+    logdet = jnp.linalg.slogdet(cov)[1]
+    return 0.5 * (jnp.trace(sol[:, :p]) + d @ sol[:, p] - p + logdet0 - logdet)
+
+
+def objective(mu, cov, g, G, prior):
+    """L = S − KL(q ‖ prior) (``prior=None``: S alone)."""
+    value = surrogate(mu, cov, g, G)
+    if prior is not None:
+        value = value - gauss_kl(mu, cov, *prior)
+    return value
+
+
+# ----------------------------------------------------------------------------------
+# Parametrisations: own parameters ψ (pack / unpack) and symmetric leaves
+# ----------------------------------------------------------------------------------
+
+
+def _pack_full_natural(mu, cov):
+    prec = jnp.linalg.inv(cov)
+    return (prec @ mu, -0.5 * prec)
+
+
+def _unpack_full_natural(psi):
+    eta1, eta2 = psi
+    cov = jnp.linalg.inv(-2.0 * eta2)
+    return cov @ eta1, cov
+
+
+def _pack_diag_natural(mu, cov):
+    var = jnp.diag(cov)
+    return (mu / var, -0.5 / var)
+
+
+def _unpack_diag_natural(psi):
+    eta1, eta2 = psi
+    var = -0.5 / eta2
+    return var * eta1, jnp.diag(var)
+
+
+# family -> (pack(mu, cov), unpack(psi) -> (mu, cov), which leaves are symmetric matrices)
+OWN_PARAMS = {
+    "full": (_pack_full_natural, _unpack_full_natural, (False, True)),
+    "full_moment": (lambda mu, cov: (mu, cov), lambda psi: psi, (False, True)),
+    "diag": (_pack_diag_natural, _unpack_diag_natural, (False, False)),
+    "diag_moment": (
+        lambda mu, cov: (mu, jnp.diag(cov)),
+        lambda psi: (psi[0], jnp.diag(psi[1])),
+        (False, False),
+    ),
+}
+
+
+def dlr_cov(ups, w):
+    """Σ = (diag(Υ) + W Wᵀ)⁻¹."""
+    return jnp.linalg.inv(jnp.diag(ups) + w @ w.T)
+
+
+def _symmetrise(grads, sym_leaves):
+    return tuple(sym(gr) if s else gr for gr, s in zip(grads, sym_leaves))
+
+
+# ----------------------------------------------------------------------------------
+# Plain-gradient steps (BOG, and one BBB inner step with a prior)
+# ----------------------------------------------------------------------------------
+
+
+def gd(family, state, g, G, alpha, prior=None):
+    """ψ ← ψ + α ∇_ψ L in the family's own parameters.
+
+    Returns ``(mu, cov)`` (dense) for the explicit families and ``(mu, ups, W)`` for DLR.
+    """
+    if family == "dlr":
+        psi = tuple(state)
+
+        def loss(p):
+            return objective(p[0], dlr_cov(p[1], p[2]), g, G, prior)
+
+        grads = jax.grad(loss)(psi)
+        return tuple(a + alpha * b for a, b in zip(psi, grads))
+    pack, unpack, sym_leaves = OWN_PARAMS[family]
+    psi = pack(*state)
+    grads = _symmetrise(jax.grad(lambda p: objective(*unpack(p), g, G, prior))(psi), sym_leaves)
+    return unpack(tuple(a + alpha * b for a, b in zip(psi, grads)))
+
+
+# ----------------------------------------------------------------------------------
+# Natural-gradient steps (BONG, and one BLR inner step with a prior)
+# ----------------------------------------------------------------------------------
+
+
+def _dual_full(mu, cov):
+    return (mu, jnp.outer(mu, mu) + cov)
+
+
+def _from_dual_full(rho):
+    return rho[0], rho[1] - jnp.outer(rho[0], rho[0])
+
+
+def _dual_diag(mu, cov):
+    return (mu, mu * mu + jnp.diag(cov))
+
+
+def _from_dual_diag(rho):
+    return rho[0], jnp.diag(rho[1] - rho[0] * rho[0])
+
+
+def _natural_ngd(family, mu, cov, g, G, alpha, prior):
+    """η ← η + α ∇_ρ L, the natural gradient of an exponential family (eq. 5)."""
+    pack, unpack, sym_leaves = OWN_PARAMS[family]
+    to_dual, from_dual = {
+        "full": (_dual_full, _from_dual_full),
+        "diag": (_dual_diag, _from_dual_diag),
+    }[family]
+    rho = to_dual(mu, cov)
+    grads = jax.grad(lambda r: objective(*from_dual(r), g, G, prior))(rho)
+    grads = _symmetrise(grads, sym_leaves)
+    eta = pack(mu, cov)
+    return unpack(tuple(a + alpha * b for a, b in zip(eta, grads)))
+
+
+def _vech_params(family, p):
+    """Flat moment parameters ψ = (μ, vech Σ) or (μ, σ²) and their inverse map."""
+    if family == "full_moment":
+        rows, cols = np.tril_indices(p)
+
+        def flat(mu, cov):
+            return jnp.concatenate([mu, cov[rows, cols]])
+
+        def unflat(psi):
+            low = jnp.zeros((p, p), psi.dtype).at[rows, cols].set(psi[p:])
+            return psi[:p], low + low.T - jnp.diag(jnp.diag(low))
+
+    else:
+
+        def flat(mu, cov):
+            return jnp.concatenate([mu, jnp.diag(cov)])
+
+        def unflat(psi):
+            return psi[:p], jnp.diag(psi[p:])
+
+    return flat, unflat
+
+
+def fisher(family, mu, cov):
+    """Fisher information of the moment parametrisation, as the Hessian of the KL."""
+    flat, unflat = _vech_params(family, mu.shape[0])
+    psi = flat(mu, cov)
+    return jax.hessian(lambda q: gauss_kl(mu, cov, *unflat(q)))(psi)
+
+
+def _moment_ngd(family, mu, cov, g, G, alpha, prior):
+    """ψ ← ψ + α F(ψ)⁻¹ ∇_ψ L in the flat moment parameters."""
+    flat, unflat = _vech_params(family, mu.shape[0])
+    psi = flat(mu, cov)
+    grad = jax.grad(lambda q: objective(*unflat(q), g, G, prior))(psi)
+    step = jnp.linalg.solve(fisher(family, mu, cov), grad)
+    return unflat(psi + alpha * step)
+
+
+def ngd(family, state, g, G, alpha, prior=None):
+    """One natural-gradient step.
+
+    Returns ``(mu, cov)`` for the explicit families; for ``dlr`` returns
+    ``(mu, prec)`` with ``prec`` the untruncated dense precision of the full natural
+    step on ``diag(ups) + W Wᵀ`` (project with :func:`project_rank`).
+    """
+    if family == "dlr":
+        mu, ups, w = state
+        mu_new, cov_new = _natural_ngd("full", mu, dlr_cov(ups, w), g, G, alpha, prior)
+        return mu_new, jnp.linalg.inv(cov_new)
+    mu, cov = state
+    if family in ("full", "diag"):
+        return _natural_ngd(family, mu, cov, g, G, alpha, prior)
+    return _moment_ngd(family, mu, cov, g, G, alpha, prior)
+
+
+def project_rank(lowrank, rank):
+    """Best rank-``rank`` approximation of a PSD matrix, by NumPy's ``eigh``."""
+    vals, vecs = np.linalg.eigh(np.asarray(lowrank))
+    top = np.argsort(vals)[::-1][:rank]
+    return (vecs[:, top] * vals[top]) @ vecs[:, top].T
+
+
+# ----------------------------------------------------------------------------------
+# Likelihoods and estimators (independent re-implementations)
+# ----------------------------------------------------------------------------------
+
+
+def log_lik(likelihood, y, f, obs_var):
+    """log p(y | f) of one row (shape (C,)), from textbook formulas."""
+    if likelihood == "gaussian":
+        scale = jnp.sqrt(jnp.broadcast_to(obs_var, f.shape))
+        return jnp.sum(jax.scipy.stats.norm.logpdf(y, f, scale))
+    if likelihood == "bernoulli":
+        return jnp.sum(y * jax.nn.log_sigmoid(f) + (1.0 - y) * jax.nn.log_sigmoid(-f))
+    if likelihood == "categorical":
+        return jnp.dot(y, f) - jax.scipy.special.logsumexp(f)
+    if likelihood == "poisson":
+        return jnp.sum(jax.scipy.stats.poisson.logpmf(y, jnp.exp(f)))
+    raise ValueError(likelihood)
+
+
+def batch_log_lik(apply, likelihood, theta, x, y, w, obs_var):
+    """Σᵢ wᵢ log p(yᵢ | f(xᵢ, θ))."""
+    f = apply(theta, x)
+    rows = [log_lik(likelihood, y[i], f[i], obs_var) for i in range(x.shape[0])]
+    return jnp.sum(w * jnp.stack(rows))
+
+
+def lin_grad(apply, likelihood, mean, x, y, w, obs_var):
+    """g = Σᵢ wᵢ Jᵢᵀ ∇_f log p(yᵢ | f(xᵢ, m)), with J by forward-mode autodiff."""
+    jac = jax.jacfwd(lambda th: apply(th, x))(mean)  # (b, C, P)
+    f = apply(mean, x)
+    total = 0.0
+    for i in range(x.shape[0]):
+        grad_f = jax.grad(lambda ff, i=i: log_lik(likelihood, y[i], ff, obs_var))(f[i])
+        total = total + w[i] * jac[i].T @ grad_f
+    return total
+
+
+def lin_hess(apply, likelihood, mean, x, y, w, obs_var):
+    """(g, G) with G = −Σᵢ wᵢ Jᵢᵀ Λ_y Jᵢ, Λ_y = ∇²_f(−log p) by autodiff."""
+    jac = jax.jacfwd(lambda th: apply(th, x))(mean)
+    f = apply(mean, x)
+    G = 0.0
+    for i in range(x.shape[0]):
+        lam = jax.hessian(lambda ff, i=i: -log_lik(likelihood, y[i], ff, obs_var))(f[i])
+        G = G - w[i] * jac[i].T @ lam @ jac[i]
+    return lin_grad(apply, likelihood, mean, x, y, w, obs_var), G
+
+
+def lin_ef(apply, likelihood, mean, x, y, w, obs_var):
+    """(g, −g gᵀ) with the linearised g."""
+    g = lin_grad(apply, likelihood, mean, x, y, w, obs_var)
+    return g, -jnp.outer(g, g)
+
+
+def mc_ef(apply, likelihood, thetas, x, y, w, obs_var):
+    """(mean gₘ, −(1/M) Σ gₘ gₘᵀ) over the given parameter samples."""
+    grad = jax.grad(lambda th: batch_log_lik(apply, likelihood, th, x, y, w, obs_var))
+    grads = jnp.stack([grad(th) for th in thetas])
+    return grads.mean(axis=0), -(grads.T @ grads) / grads.shape[0]
+
+
+def mc_hess(apply, likelihood, thetas, x, y, w, obs_var):
+    """(mean gₘ, mean ∇²θ log p) over the given parameter samples (dense Hessian)."""
+
+    def fun(th):
+        return batch_log_lik(apply, likelihood, th, x, y, w, obs_var)
+
+    grads = jnp.stack([jax.grad(fun)(th) for th in thetas])
+    hess = jnp.stack([jax.hessian(fun)(th) for th in thetas])
+    return grads.mean(axis=0), hess.mean(axis=0)
+
+
+# ----------------------------------------------------------------------------------
+# Random test states (NumPy, fixed seeds)
+# ----------------------------------------------------------------------------------
+
+
+def random_spd(rng, p, low=0.3, high=1.5):
+    """SPD matrix with eigenvalues in [low, high] and random eigenvectors."""
+    q, _ = np.linalg.qr(rng.standard_normal((p, p)))
+    return (q * rng.uniform(low, high, p)) @ q.T
+
+
+def random_lowrank(rng, p, rank, nonzero, scale=0.5):
+    """(P, rank) factor whose first ``nonzero`` columns are random, the rest zero."""
+    w = np.zeros((p, rank))
+    w[:, :nonzero] = scale * rng.standard_normal((p, nonzero))
+    return w
+
+
+def rel_err(a, b):
+    """max |a − b| / max |b|."""
+    a, b = np.asarray(a), np.asarray(b)
+    return float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
