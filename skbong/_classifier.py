@@ -3,6 +3,7 @@
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import column_or_1d
 
 from . import engine
 from ._base import BongBase
@@ -106,12 +107,7 @@ class BongClassifier(ClassifierMixin, BongBase):
         return "bernoulli" if n_outputs == 1 else "categorical"
 
     def _encode_y(self, y, first, classes=None):
-        if np.ndim(y) != 1:
-            y = np.asarray(y)
-            if y.ndim == 2 and y.shape[1] == 1:
-                y = y[:, 0]
-            else:
-                raise ValueError(f"y must be 1-dimensional, got shape {np.shape(y)}")
+        y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         if first:
             labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
@@ -119,7 +115,7 @@ class BongClassifier(ClassifierMixin, BongBase):
                 raise ValueError("classes contains duplicate labels")
             if len(labels) < 2:
                 raise ValueError(
-                    f"BongClassifier needs samples of at least 2 classes; got only {labels.tolist()}"
+                    f"BongClassifier needs samples of at least 2 classes; got only one class {labels.tolist()}"
                 )
             self.classes_ = labels
         elif classes is not None and not np.array_equal(
@@ -238,4 +234,5 @@ class BongClassifier(ClassifierMixin, BongBase):
         y_pred : ndarray of shape (n_samples,)
             Predicted labels.
         """
-        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
+        log_proba = self.predict_log_proba(X)
+        return self.classes_[np.argmax(log_proba, axis=1)]

@@ -178,6 +178,11 @@ class BongRegressor(RegressorMixin, BongBase):
         )
         self.obs_variance = obs_variance
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
     def _likelihood(self, n_outputs):
         return "gaussian"
 

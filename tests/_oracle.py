@@ -27,7 +27,6 @@ diagonal families (a diagonal matrix for the latter), ``(mu, ups, W)`` for DLR
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 # ----------------------------------------------------------------------------------
 # Objective
@@ -54,12 +53,9 @@ def gauss_kl(mu, cov, mu0, cov0):
     return 0.5 * (jnp.trace(sol[:, :p]) + d @ sol[:, p] - p + logdet0 - logdet)
 
 
-def objective(mu, cov, g, G, prior):
-    """L = S − KL(q ‖ prior) (``prior=None``: S alone)."""
-    value = surrogate(mu, cov, g, G)
-    if prior is not None:
-        value = value - gauss_kl(mu, cov, *prior)
-    return value
+def objective(mu, cov, g, G, prior, kl_weight):
+    """L = S − c · KL(q ‖ prior), c = ``kl_weight`` (0 for BONG / BOG, 1 for BLR / BBB)."""
+    return surrogate(mu, cov, g, G) - kl_weight * gauss_kl(mu, cov, *prior)
 
 
 # ----------------------------------------------------------------------------------
@@ -111,27 +107,23 @@ def _symmetrise(grads, sym_leaves):
     return tuple(sym(gr) if s else gr for gr, s in zip(grads, sym_leaves))
 
 
-# ----------------------------------------------------------------------------------
 # Plain-gradient steps (BOG, and one BBB inner step with a prior)
 # ----------------------------------------------------------------------------------
 
 
-def gd(family, state, g, G, alpha, prior=None):
-    """ψ ← ψ + α ∇_ψ L in the family's own parameters.
-
-    Returns ``(mu, cov)`` (dense) for the explicit families and ``(mu, ups, W)`` for DLR.
-    """
+def _gd(family, state, g, G, alpha, prior, kl_weight):
     if family == "dlr":
         psi = tuple(state)
 
         def loss(p):
-            return objective(p[0], dlr_cov(p[1], p[2]), g, G, prior)
+            return objective(p[0], dlr_cov(p[1], p[2]), g, G, prior, kl_weight)
 
         grads = jax.grad(loss)(psi)
         return tuple(a + alpha * b for a, b in zip(psi, grads))
     pack, unpack, sym_leaves = OWN_PARAMS[family]
     psi = pack(*state)
-    grads = _symmetrise(jax.grad(lambda p: objective(*unpack(p), g, G, prior))(psi), sym_leaves)
+    grads = jax.grad(lambda p: objective(*unpack(p), g, G, prior, kl_weight))(psi)
+    grads = _symmetrise(grads, sym_leaves)
     return unpack(tuple(a + alpha * b for a, b in zip(psi, grads)))
 
 
@@ -156,7 +148,7 @@ def _from_dual_diag(rho):
     return rho[0], jnp.diag(rho[1] - rho[0] * rho[0])
 
 
-def _natural_ngd(family, mu, cov, g, G, alpha, prior):
+def _natural_ngd(family, mu, cov, g, G, alpha, prior, kl_weight):
     """η ← η + α ∇_ρ L, the natural gradient of an exponential family (eq. 5)."""
     pack, unpack, sym_leaves = OWN_PARAMS[family]
     to_dual, from_dual = {
@@ -164,7 +156,7 @@ def _natural_ngd(family, mu, cov, g, G, alpha, prior):
         "diag": (_dual_diag, _from_dual_diag),
     }[family]
     rho = to_dual(mu, cov)
-    grads = jax.grad(lambda r: objective(*from_dual(r), g, G, prior))(rho)
+    grads = jax.grad(lambda r: objective(*from_dual(r), g, G, prior, kl_weight))(rho)
     grads = _symmetrise(grads, sym_leaves)
     eta = pack(mu, cov)
     return unpack(tuple(a + alpha * b for a, b in zip(eta, grads)))
@@ -200,13 +192,64 @@ def fisher(family, mu, cov):
     return jax.hessian(lambda q: gauss_kl(mu, cov, *unflat(q)))(psi)
 
 
-def _moment_ngd(family, mu, cov, g, G, alpha, prior):
+def _moment_ngd(family, mu, cov, g, G, alpha, prior, kl_weight):
     """ψ ← ψ + α F(ψ)⁻¹ ∇_ψ L in the flat moment parameters."""
     flat, unflat = _vech_params(family, mu.shape[0])
     psi = flat(mu, cov)
-    grad = jax.grad(lambda q: objective(*unflat(q), g, G, prior))(psi)
+    grad = jax.grad(lambda q: objective(*unflat(q), g, G, prior, kl_weight))(psi)
     step = jnp.linalg.solve(fisher(family, mu, cov), grad)
     return unflat(psi + alpha * step)
+
+
+def _ngd(family, state, g, G, alpha, prior, kl_weight):
+    if family == "dlr":
+        mu, ups, w = state
+        mu_new, cov_new = _natural_ngd("full", mu, dlr_cov(ups, w), g, G, alpha, prior, kl_weight)
+        return mu_new, jnp.linalg.inv(cov_new)
+    mu, cov = state
+    if family in ("full", "diag"):
+        return _natural_ngd(family, mu, cov, g, G, alpha, prior, kl_weight)
+    return _moment_ngd(family, mu, cov, g, G, alpha, prior, kl_weight)
+
+
+# Compiled once per family and shape: eager autodiff of the KL Hessian costs tens of
+# seconds in per-primitive compiles, a compiled program about one second.
+_GD = jax.jit(_gd, static_argnums=0)
+_NGD = jax.jit(_ngd, static_argnums=0)
+
+
+def _call(step, family, state, g, G, alpha, prior):
+    """Run a compiled step (even under ``jax.disable_jit``) in float64 arrays.
+
+    ``prior=None`` evaluates the KL to the state itself with weight 0, so that with
+    and without a prior share one compiled program.
+    """
+    state = tuple(jnp.asarray(a, jnp.float64) for a in state)
+    if prior is None:
+        mu = state[0]
+        cov = dlr_cov(state[1], state[2]) if family == "dlr" else state[1]
+        prior, kl_weight = (mu, cov), 0.0
+    else:
+        kl_weight = 1.0
+    prior = tuple(jnp.asarray(a, jnp.float64) for a in prior)
+    args = (jnp.asarray(g, jnp.float64), jnp.asarray(G, jnp.float64))
+    with jax.disable_jit(False):
+        return step(
+            family,
+            state,
+            *args,
+            jnp.asarray(alpha, jnp.float64),
+            prior,
+            jnp.asarray(kl_weight, jnp.float64),
+        )
+
+
+def gd(family, state, g, G, alpha, prior=None):
+    """One plain-gradient step ψ ← ψ + α ∇_ψ L in the family's own parameters.
+
+    Returns ``(mu, cov)`` (dense) for the explicit families and ``(mu, ups, W)`` for DLR.
+    """
+    return _call(_GD, family, state, g, G, alpha, prior)
 
 
 def ngd(family, state, g, G, alpha, prior=None):
@@ -216,14 +259,7 @@ def ngd(family, state, g, G, alpha, prior=None):
     ``(mu, prec)`` with ``prec`` the untruncated dense precision of the full natural
     step on ``diag(ups) + W Wᵀ`` (project with :func:`project_rank`).
     """
-    if family == "dlr":
-        mu, ups, w = state
-        mu_new, cov_new = _natural_ngd("full", mu, dlr_cov(ups, w), g, G, alpha, prior)
-        return mu_new, jnp.linalg.inv(cov_new)
-    mu, cov = state
-    if family in ("full", "diag"):
-        return _natural_ngd(family, mu, cov, g, G, alpha, prior)
-    return _moment_ngd(family, mu, cov, g, G, alpha, prior)
+    return _call(_NGD, family, state, g, G, alpha, prior)
 
 
 def project_rank(lowrank, rank):
@@ -259,8 +295,7 @@ def batch_log_lik(apply, likelihood, theta, x, y, w, obs_var):
     return jnp.sum(w * jnp.stack(rows))
 
 
-def lin_grad(apply, likelihood, mean, x, y, w, obs_var):
-    """g = Σᵢ wᵢ Jᵢᵀ ∇_f log p(yᵢ | f(xᵢ, m)), with J by forward-mode autodiff."""
+def _lin_grad(apply, likelihood, mean, x, y, w, obs_var):
     jac = jax.jacfwd(lambda th: apply(th, x))(mean)  # (b, C, P)
     f = apply(mean, x)
     total = 0.0
@@ -270,39 +305,56 @@ def lin_grad(apply, likelihood, mean, x, y, w, obs_var):
     return total
 
 
-def lin_hess(apply, likelihood, mean, x, y, w, obs_var):
-    """(g, G) with G = −Σᵢ wᵢ Jᵢᵀ Λ_y Jᵢ, Λ_y = ∇²_f(−log p) by autodiff."""
+def _lin_hess(apply, likelihood, mean, x, y, w, obs_var):
     jac = jax.jacfwd(lambda th: apply(th, x))(mean)
     f = apply(mean, x)
     G = 0.0
     for i in range(x.shape[0]):
         lam = jax.hessian(lambda ff, i=i: -log_lik(likelihood, y[i], ff, obs_var))(f[i])
         G = G - w[i] * jac[i].T @ lam @ jac[i]
-    return lin_grad(apply, likelihood, mean, x, y, w, obs_var), G
+    return _lin_grad(apply, likelihood, mean, x, y, w, obs_var), G
 
 
-def lin_ef(apply, likelihood, mean, x, y, w, obs_var):
-    """(g, −g gᵀ) with the linearised g."""
-    g = lin_grad(apply, likelihood, mean, x, y, w, obs_var)
+def _lin_ef(apply, likelihood, mean, x, y, w, obs_var):
+    g = _lin_grad(apply, likelihood, mean, x, y, w, obs_var)
     return g, -jnp.outer(g, g)
 
 
-def mc_ef(apply, likelihood, thetas, x, y, w, obs_var):
-    """(mean gₘ, −(1/M) Σ gₘ gₘᵀ) over the given parameter samples."""
+def _mc_ef(apply, likelihood, thetas, x, y, w, obs_var):
     grad = jax.grad(lambda th: batch_log_lik(apply, likelihood, th, x, y, w, obs_var))
     grads = jnp.stack([grad(th) for th in thetas])
     return grads.mean(axis=0), -(grads.T @ grads) / grads.shape[0]
 
 
-def mc_hess(apply, likelihood, thetas, x, y, w, obs_var):
-    """(mean gₘ, mean ∇²θ log p) over the given parameter samples (dense Hessian)."""
-
+def _mc_hess(apply, likelihood, thetas, x, y, w, obs_var):
     def fun(th):
         return batch_log_lik(apply, likelihood, th, x, y, w, obs_var)
 
     grads = jnp.stack([jax.grad(fun)(th) for th in thetas])
     hess = jnp.stack([jax.hessian(fun)(th) for th in thetas])
     return grads.mean(axis=0), hess.mean(axis=0)
+
+
+def _compiled(fun):
+    jitted = jax.jit(fun, static_argnums=(0, 1))
+
+    def call(apply, likelihood, *arrays):
+        with jax.disable_jit(False):
+            return jitted(apply, likelihood, *arrays)
+
+    call.__doc__ = fun.__doc__
+    return call
+
+
+lin_hess = _compiled(_lin_hess)
+lin_hess.__doc__ = """(g, G): g = Σᵢ wᵢ Jᵢᵀ ∇_f log p, G = −Σᵢ wᵢ Jᵢᵀ Λ_y Jᵢ with J by forward-mode
+autodiff and Λ_y = ∇²_f(−log p) by autodiff, at ``mean``."""
+lin_ef = _compiled(_lin_ef)
+lin_ef.__doc__ = """(g, −g gᵀ) with the linearised g at ``mean``."""
+mc_ef = _compiled(_mc_ef)
+mc_ef.__doc__ = """(mean gₘ, −(1/M) Σ gₘ gₘᵀ) over the given parameter samples (M, P)."""
+mc_hess = _compiled(_mc_hess)
+mc_hess.__doc__ = """(mean gₘ, mean ∇²θ log p(y | θₘ)) (dense) over the given samples (M, P)."""
 
 
 # ----------------------------------------------------------------------------------

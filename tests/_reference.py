@@ -5,9 +5,11 @@ equation numbers below are the paper's) in plain numpy float64, without importin
 ``skbong``: the models, likelihoods, Jacobians, closed forms and update rules are re-derived
 here so that an agreement between the engine and this module is evidence, not tautology.
 
-JAX appears only as an automatic-differentiation tool (``jax.grad``, ``jax.hessian``,
-``jax.jacrev``) applied to this module's own MLP and log-likelihoods; callers must wrap calls
-that differentiate in ``with jax.enable_x64(True):``.
+The derivatives of the one-hidden-layer tanh MLP (outputs, Jacobians, Hessians, and the
+log-likelihood gradients / Hessians built from them) are written out analytically in numpy;
+:func:`mlp_apply` is a ``jax.numpy`` forward pass with the same layout, used only to cross-check
+those derivatives against ``jax.jacrev`` / ``jax.hessian`` (wrap such calls in
+``with jax.enable_x64(True):``).
 
 Random draws are inputs: the Monte Carlo rules take the standard-normal matrix ``eps`` (M, P)
 that the engine draws, and map it to parameter samples with each family's square root of the
@@ -15,7 +17,6 @@ covariance (lower Cholesky factor for ``full``, σ for ``diag``, and for ``dlr``
 Υ^{-1/2} (I + A Aᵀ)^{-1/2}, A = Υ^{-1/2} W, computed here densely with ``eigh``).
 """
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -65,46 +66,96 @@ def linear_jacobian(x, n_outputs, fit_intercept=True):
 # ----------------------------------------------------------------------- likelihoods
 
 
-def gaussian_loglik(f, y, w, obs_var):
-    """Σₙ wₙ Σ_c log N(y_nc | f_nc, r_c) (jax.numpy)."""
-    r = jnp.broadcast_to(jnp.asarray(obs_var), f.shape)
-    per = -0.5 * ((y - f) ** 2 / r + jnp.log(2.0 * jnp.pi * r))
-    return jnp.sum(w * jnp.sum(per, axis=1))
-
-
-def bernoulli_loglik(f, y, w, obs_var=None):
-    """Σₙ wₙ [yₙ fₙ − log(1 + e^{fₙ})] (jax.numpy)."""
-    per = y * f - jnp.logaddexp(0.0, f)
-    return jnp.sum(w * jnp.sum(per, axis=1))
-
-
-def mlp_loglik(sizes, activation, likelihood):
-    """θ ↦ Σₙ wₙ log p(yₙ | f(xₙ, θ)) as a jax function ``fn(theta, x, y, w, obs_var)``."""
-    lik = {"gaussian": gaussian_loglik, "bernoulli": bernoulli_loglik}[likelihood]
+def mlp_loglik(sizes, likelihood):
+    """θ ↦ Σₙ wₙ log p(yₙ | f(xₙ, θ)) in ``jax.numpy`` (``fn(theta, x, y, w, obs_var)``)."""
 
     def fn(theta, x, y, w, obs_var):
-        return lik(mlp_apply(theta, x, sizes, activation), y, w, obs_var)
+        f = mlp_apply(theta, x, sizes)
+        if likelihood == "gaussian":
+            r = jnp.broadcast_to(obs_var, f.shape)
+            per = -0.5 * ((y - f) ** 2 / r + jnp.log(2.0 * jnp.pi * r))
+        else:
+            per = y * f - jnp.logaddexp(0.0, f)
+        return jnp.sum(w * jnp.sum(per, axis=1))
 
     return fn
 
 
-def sample_grads(loglik, thetas, x, y, w, obs_var):
-    """Per-sample gradients (M, P) of ``loglik`` (numpy float64)."""
-    grad = jax.grad(loglik)
-    return np.stack([np.asarray(grad(jnp.asarray(t), x, y, w, obs_var)) for t in thetas])
+def mlp1_derivatives(theta, x, sizes):
+    """Outputs, Jacobians and Hessians of a one-hidden-layer tanh MLP, analytically (numpy).
+
+    f_c = Σ_j V[j, c] tanh(a_j) + b2_c, a_j = Σ_i U[i, j] x_i + b1_j, θ = (U, b1, V, b2).
+
+    Returns
+    -------
+    f : (n, C); jac : (n, C, P) = ∂f/∂θ; hess : (n, C, P, P) = ∂²f/∂θ².
+    """
+    d, nh, c_out = sizes
+    theta = np.asarray(theta, np.float64)
+    x = np.asarray(x, np.float64)
+    n = x.shape[0]
+    o_b1, o_v = d * nh, d * nh + nh
+    o_b2 = o_v + nh * c_out
+    p = o_b2 + c_out
+    u = theta[:o_b1].reshape(d, nh)
+    v = theta[o_v:o_b2].reshape(nh, c_out)
+    h = np.tanh(x @ u + theta[o_b1:o_v])
+    f = h @ v + theta[o_b2:]
+    dh = 1.0 - h**2  # tanh'
+    d2h = -2.0 * h * dh  # tanh''
+    xt = np.concatenate([x, np.ones((n, 1))], axis=1)  # inputs with the bias "feature"
+    # index of the first-layer parameter multiplying input i (i = d: the bias) of unit j
+    first = np.array([[i * nh + j if i < d else o_b1 + j for j in range(nh)] for i in range(d + 1)])
+    jac = np.zeros((n, c_out, p))
+    hess = np.zeros((n, c_out, p, p))
+    for c in range(c_out):
+        for j in range(nh):
+            idx = first[:, j]
+            jac[:, c, idx] = (v[j, c] * dh[:, j])[:, None] * xt
+            jac[:, c, o_v + j * c_out + c] = h[:, j]
+            block = (v[j, c] * d2h[:, j])[:, None, None] * xt[:, :, None] * xt[:, None, :]
+            hess[:, c, idx[:, None], idx[None, :]] = block
+            cross = dh[:, j][:, None] * xt  # ∂²f_c / ∂(first layer of j) ∂V[j, c]
+            hess[:, c, idx, o_v + j * c_out + c] = cross
+            hess[:, c, o_v + j * c_out + c, idx] = cross
+        jac[:, c, o_b2 + c] = 1.0
+    return f, jac, hess
 
 
-def sample_hessians(loglik, thetas, x, y, w, obs_var):
-    """Per-sample Hessians (M, P, P) of ``loglik`` (numpy float64)."""
-    hess = jax.hessian(loglik)
-    return np.stack([np.asarray(hess(jnp.asarray(t), x, y, w, obs_var)) for t in thetas])
+def loglik_derivatives(theta, x, y, w, obs_var, sizes, likelihood):
+    """Gradient (P,) and Hessian (P, P) in θ of Σₙ wₙ log p(yₙ | f(xₙ, θ)) for the
+    one-hidden-layer tanh MLP, by the chain rule on :func:`mlp1_derivatives`.
+
+    With the residual e = ∂ log p / ∂f and the output curvature Λ = −∂² log p / ∂f²
+    (Gaussian: e = (y − f)/r, Λ = 1/r; Bernoulli: e = y − σ(f), Λ = σ(f)(1 − σ(f))):
+    ∇ = Σ wₙ Σ_c e_nc J_nc,  ∇² = Σ wₙ Σ_c (−Λ_nc J_nc J_ncᵀ + e_nc ∇²f_nc).
+    """
+    f, jac, hess = mlp1_derivatives(theta, x, sizes)
+    y = np.asarray(y, np.float64)
+    if likelihood == "gaussian":
+        r = np.broadcast_to(np.asarray(obs_var, np.float64), f.shape)
+        e, lam = (y - f) / r, 1.0 / r
+    else:
+        prob = 1.0 / (1.0 + np.exp(-f))
+        e, lam = y - prob, prob * (1.0 - prob)
+    w = np.asarray(w, np.float64)
+    grad = np.einsum("n,nc,ncp->p", w, e, jac)
+    hessian = np.einsum("n,nc,ncpq->pq", w, e, hess) - np.einsum(
+        "n,nc,ncp,ncq->pq", w, lam, jac, jac
+    )
+    return grad, hessian
 
 
-def stacked_jacobian(sizes, activation, theta, x):
-    """H = ∂ vec(f(x, θ)) / ∂θ, rows ordered (row n, output c): shape (n·C, P)."""
-    jac = jax.jacrev(lambda th: mlp_apply(th, x, sizes, activation))(jnp.asarray(theta))
-    jac = np.asarray(jac)
-    return jac.reshape(-1, jac.shape[-1])
+def sample_derivatives(thetas, x, y, w, obs_var, sizes, likelihood="gaussian"):
+    """Per-sample gradients (M, P) and Hessians (M, P, P) of the log-likelihood."""
+    out = [loglik_derivatives(t, x, y, w, obs_var, sizes, likelihood) for t in thetas]
+    return np.stack([g for g, _ in out]), np.stack([h for _, h in out])
+
+
+def stacked_jacobian(theta, x, sizes):
+    """H = ∂ vec(f(x, θ)) / ∂θ, rows ordered (row n, output c): shape (n·C, P), and f."""
+    f, jac, _ = mlp1_derivatives(theta, x, sizes)
+    return jac.reshape(-1, jac.shape[-1]), f
 
 
 # -------------------------------------------------------------------------- samplers

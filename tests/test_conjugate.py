@@ -114,7 +114,14 @@ def _config(d, c, family, extra_rank=0, dynamic=False, fit_intercept=True):
     model = E.MLP(d, c, hidden=(), activation="identity", fit_intercept=fit_intercept)
     rank = model.n_params() + extra_rank
     return E.Config(
-        model, "gaussian", family, rank, "bong", "lin_hess", n_iter=1, mc_samples=1,
+        model,
+        "gaussian",
+        family,
+        rank,
+        "bong",
+        "lin_hess",
+        n_iter=1,
+        mc_samples=1,
         dynamic=dynamic,
     )
 

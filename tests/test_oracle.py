@@ -71,6 +71,7 @@ from skbong.engine.curvature import ESTIMATORS
 RTOL = 1e-9
 M = 3  # MC samples
 ALPHA = 0.3  # rate of bog / blr / bbb
+RANK = 5  # DLR rank in the sweeps: P = 6 and k ≤ 3, so 1 + 1 + k ≤ R < P
 LIKS = ("gaussian", "bernoulli", "categorical", "poisson")
 FAMS = ("full", "full_moment", "diag", "diag_moment", "dlr")
 HESS = ("lin_hess", "lin_ef", "mc_ef", "mc_hess")
@@ -79,11 +80,11 @@ NATURAL = {"bong": True, "bog": False, "blr": True, "bbb": False}
 
 # likelihood -> (model, rows b, outputs C)
 MODELS = {
-    "gaussian": (E.MLP(1, 2, hidden=(2,), activation="tanh"), 2, 2),  # P = 10
-    "bernoulli": (E.MLP(2, 1, hidden=(2,), activation="tanh"), 2, 1),  # P = 9
-    "categorical": (E.MLP(2, 3), 1, 3),  # linear softmax, P = 9
-    "poisson": (E.MLP(4, 1), 2, 1),  # linear log-rate, P = 5
-}
+    "gaussian": (E.MLP(1, 2, hidden=(1,), activation="tanh"), 1, 2),
+    "bernoulli": (E.MLP(3, 1, hidden=(1,), activation="tanh"), 2, 1),
+    "categorical": (E.MLP(1, 3), 1, 3),  # linear softmax
+    "poisson": (E.MLP(3, 1, hidden=(1,), activation="tanh"), 2, 1),
+}  # P = 6 for all four: shared shapes keep the eager per-primitive compiles few
 
 
 def _seed(*parts):
@@ -120,7 +121,7 @@ def problem(likelihood, seed=0):
         y = np.eye(c)[rng.integers(0, c, b)]
     else:
         y = rng.integers(0, 4, (b, 1)).astype(float)
-    w = np.array([1.0, 0.6][:b])
+    w = np.array([0.8, 0.5][:b])
     obs_var = jnp.asarray([0.5, 2.0]) if likelihood == "gaussian" else jnp.asarray(1.0)
     return model, jnp.asarray(x), jnp.asarray(y), jnp.asarray(w), obs_var
 
@@ -210,10 +211,10 @@ def test_update_matches_oracle(rule, family, hessian, likelihood):
         p = model.n_params()
         rng = np.random.default_rng(seed)
         k = curv_rank(hessian, likelihood)
-        # natural DLR steps: rank(W̃) ≤ 1 + k = R, no truncation; plain steps: a full W
-        rank = 1 + k
-        state, orc, _ = make_state(family, p, rng, rank, 1 if natural else rank)
-        cfg = E.Config(model, likelihood, family, rank, rule, hessian, n_iter=1, mc_samples=M)
+        # natural DLR: W has one non-zero column, rank(W̃) ≤ 1 + k < R (no truncation)
+        assert 1 + k <= RANK
+        state, orc, _ = make_state(family, p, rng, RANK, 1 if natural else RANK)
+        cfg = E.Config(model, likelihood, family, RANK, rule, hessian, n_iter=1, mc_samples=M)
         alpha = 1.0 if rule == "bong" else ALPHA
         hyper = E.Hyper(
             jnp.asarray(1.0), obs_var, jnp.asarray(ALPHA), jnp.asarray(1.0), jnp.asarray(0.0)
@@ -221,9 +222,7 @@ def test_update_matches_oracle(rule, family, hessian, likelihood):
         key = jax.random.PRNGKey(seed)
         new = E.update(cfg, state, x, y, w, hyper, key)
         fam = E.FAMILIES[family]
-        g, curv = ESTIMATORS[hessian](
-            cfg, fam, state, x, y, w, obs_var, jax.random.fold_in(key, 0)
-        )
+        g, curv = ESTIMATORS[hessian](cfg, fam, state, x, y, w, obs_var, jax.random.fold_in(key, 0))
         prior = dense(family, state) if rule in ("blr", "bbb") else None
         check_against_oracle(family, natural, new, orc, g, densify(curv, p), alpha, prior)
 
@@ -241,15 +240,13 @@ def test_inner_step_with_prior(family, hessian, natural):
         p = model.n_params()
         rng = np.random.default_rng(seed)
         k = curv_rank(hessian, likelihood)
-        rank = 2 + k  # natural DLR: rank[√(1−α)W, √α W₀, √α B] ≤ 1 + 1 + k
-        nonzero = 1 if natural else rank
-        state, orc, _ = make_state(family, p, rng, rank, nonzero)
-        prior, _, prior_dense = make_state(family, p, rng, rank, nonzero)
-        cfg = E.Config(model, likelihood, family, rank, "blr", hessian, mc_samples=M)
+        assert 2 + k <= RANK  # natural DLR: rank[√(1−α)W, √α W₀, √α B] ≤ 1 + 1 + k
+        nonzero = 1 if natural else RANK
+        state, orc, _ = make_state(family, p, rng, RANK, nonzero)
+        prior, _, prior_dense = make_state(family, p, rng, RANK, nonzero)
+        cfg = E.Config(model, likelihood, family, RANK, "blr", hessian, mc_samples=M)
         fam = E.FAMILIES[family]
-        g, curv = ESTIMATORS[hessian](
-            cfg, fam, state, x, y, w, obs_var, jax.random.PRNGKey(seed)
-        )
+        g, curv = ESTIMATORS[hessian](cfg, fam, state, x, y, w, obs_var, jax.random.PRNGKey(seed))
         step = fam.ngd if natural else fam.gd
         new = step(state, prior, g, curv, jnp.asarray(ALPHA))
         check_against_oracle(family, natural, new, orc, g, densify(curv, p), ALPHA, prior_dense)
@@ -379,8 +376,8 @@ def test_mc_estimators(family, likelihood):
     with jax.enable_x64(True), jax.disable_jit():
         model, x, y, w, obs_var = problem(likelihood, seed=5)
         p = model.n_params()
-        state, _, _ = make_state(family, p, np.random.default_rng(seed), 3, 3)
-        cfg = E.Config(model, likelihood, family, 3, hessian="mc_ef", mc_samples=M)
+        state, _, _ = make_state(family, p, np.random.default_rng(seed), RANK, RANK)
+        cfg = E.Config(model, likelihood, family, RANK, hessian="mc_ef", mc_samples=M)
         fam = E.FAMILIES[family]
         key = jax.random.PRNGKey(seed)
         g, curv = ESTIMATORS["mc_ef"](cfg, fam, state, x, y, w, obs_var, key)
