@@ -1,0 +1,121 @@
+"""The stream driver: chunking, padding and masking, atomic updates, keys, dtypes.
+
+Everything here is exact: a masked or rejected step must leave the belief bitwise
+unchanged, and any chunking of a stream must reproduce the same keys and hence the
+same result.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from skbong import engine as E
+
+
+def _problem(family="diag", hessian="lin_hess", dynamic=False, n=12, b=1, dtype=np.float64):
+    model = E.MLP(3, 1, (4,), "tanh")
+    cfg = E.Config(model, "gaussian", family, 3, "bong", hessian, 1, 3, dynamic)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(n, 3)).astype(dtype)
+    y = (np.sin(x[:, :1]) + 0.1 * rng.normal(size=(n, 1))).astype(dtype)
+    w = np.ones(n, dtype)
+    hyper = E.Hyper(*(jnp.asarray(v, dtype) for v in (0.5, 0.1, 0.1, 0.9, 0.01)))
+    mean0 = model.flat_init(jax.random.PRNGKey(0), dtype)
+    state = E.init_state(cfg, mean0, hyper.prior_var)
+    return cfg, state, mean0, hyper, x, y, w
+
+
+def _leaves_equal(a, b):
+    return all(np.array_equal(np.asarray(u), np.asarray(v)) for u, v in zip(a, b))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 600, 1000])
+def test_chunk_plan_covers_the_stream_with_few_sizes(n):
+    plan = E.chunk_plan(n)
+    assert sum(plan) == n
+    assert set(plan) <= set(E.CHUNK_SIZES)
+    for small, big in zip(E.CHUNK_SIZES[1:], E.CHUNK_SIZES[:-1]):
+        assert plan.count(small) < big // small  # greedy: never a full chunk of a bigger size
+
+
+def test_chunking_reproduces_the_keys_and_the_result():
+    with jax.enable_x64(True):
+        cfg, state, mean0, hyper, x, y, w = _problem(hessian="mc_ef", n=10)
+        key = jax.random.PRNGKey(3)
+        whole, *_ = E.stream(cfg, state, mean0, hyper, x, y, w, 1, 0, key)
+        part, *_ = E.stream(cfg, state, mean0, hyper, x[:3], y[:3], w[:3], 1, 0, key)
+        part, *_ = E.stream(cfg, part, mean0, hyper, x[3:], y[3:], w[3:], 1, 3, key)
+        assert _leaves_equal(whole, part)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_all_padding_step_leaves_the_belief_unchanged(dynamic):
+    with jax.enable_x64(True):
+        cfg, state, mean0, hyper, x, y, w = _problem(dynamic=dynamic, n=4)
+        xs, ys, ws = x[:, None], y[:, None], np.zeros((4, 1))
+        out, log_lik, _, ok = E.run_stream(
+            cfg, state, mean0, hyper, xs, ys, ws, 0, jax.random.PRNGKey(0)
+        )
+        assert _leaves_equal(out, state)
+        assert bool(np.all(ok))
+
+
+def test_zero_weight_rows_in_a_minibatch_change_nothing():
+    """A padded mini-batch equals the same rows without the padding (float64 rounding)."""
+    with jax.enable_x64(True):
+        cfg, state, mean0, hyper, x, y, w = _problem(family="full", n=3)
+        key = jax.random.PRNGKey(0)
+        short = E.update(cfg, state, x, y, w, hyper, key)
+        xp = np.concatenate([x, np.full((2, 3), 7.0)])
+        yp = np.concatenate([y, np.full((2, 1), -3.0)])
+        long = E.update(cfg, state, xp, yp, np.r_[w, 0.0, 0.0], hyper, key)
+        for a, b in zip(short, long):
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("family", ["full", "diag", "dlr"])
+def test_a_nonfinite_update_is_rejected_and_the_stream_goes_on(family):
+    with jax.enable_x64(True):
+        cfg, state, mean0, hyper, x, y, w = _problem(family=family, n=6)
+        x = x.copy()
+        x[2] = np.inf
+        key = jax.random.PRNGKey(0)
+        out, _, _, ok = E.stream(cfg, state, mean0, hyper, x, y, w, 1, 0, key)
+        assert ok.tolist() == [True, True, False, True, True, True]
+        # rejecting row 2 is the same as never having seen it (keys follow the step index)
+        before, *_ = E.stream(cfg, state, mean0, hyper, x[:2], y[:2], w[:2], 1, 0, key)
+        after, *_ = E.stream(cfg, before, mean0, hyper, x[3:], y[3:], w[3:], 1, 3, key)
+        assert _leaves_equal(out, after)
+        assert all(np.all(np.isfinite(np.asarray(a))) for a in out)
+
+
+def test_minibatch_stream_reports_each_row():
+    with jax.enable_x64(True):
+        cfg, state, mean0, hyper, x, y, w = _problem(n=10)
+        out, log_lik, f, ok = E.stream(
+            cfg, state, mean0, hyper, x, y, w, 4, 0, jax.random.PRNGKey(0)
+        )
+        assert log_lik.shape == (10,) and f.shape == (10, 1) and ok.shape == (3,)
+        # the first batch is predicted from the prior mean
+        f0 = np.asarray(cfg.model.apply(mean0, x[:4]))
+        np.testing.assert_array_equal(f[:4], f0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dtypes_without_touching_the_global_flag(dtype):
+    flag = jax.config.jax_enable_x64
+    with jax.enable_x64(dtype == np.float64):
+        cfg, state, mean0, hyper, x, y, w = _problem(family="dlr", dtype=dtype, n=5)
+        out, *_ = E.stream(cfg, state, mean0, hyper, x, y, w, 1, 0, jax.random.PRNGKey(0))
+        assert all(np.asarray(a).dtype == dtype for a in out)
+    assert jax.config.jax_enable_x64 == flag
+
+
+def test_importing_skbong_leaves_jax_config_alone():
+    import subprocess
+    import sys
+
+    code = "import jax; before = jax.config.jax_enable_x64; import skbong; print(before, jax.config.jax_enable_x64)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
