@@ -37,7 +37,10 @@ STRUCTURAL = (
 """Parameters that fix the shape of the belief or the compiled program: changing one
 of them between ``partial_fit`` calls requires a new ``fit``."""
 
-_PREDICT_ROWS = 1024
+_PREDICT_BLOCKS = (8, 128, 1024)
+"""Row-block sizes of the compiled predictives: a call pads its rows up to the smallest
+block that holds them (8 or 128) or runs 1024-row blocks, so at most three programs
+exist per predictive, configuration and feature count."""
 
 
 def _check_model(model):
@@ -217,7 +220,7 @@ class BongBase(BaseEstimator):
 
     # ------------------------------------------------------------ the belief
     def _key(self, purpose):
-        return jax.random.fold_in(jax.random.PRNGKey(self._seed), purpose)
+        return engine.make_key(self._seed, purpose)
 
     def _state_to_jax(self):
         cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
@@ -228,8 +231,7 @@ class BongBase(BaseEstimator):
         self._seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         config = self._build_config(n_features, n_outputs, hidden)
         with self._x64():
-            mean0 = config.model.flat_init(self._key(0), self._jax_dtype())
-            state = engine.init_state(config, mean0, jnp.asarray(self.prior_variance, mean0.dtype))
+            mean0, state = engine.prior(config, self._seed, self.prior_variance, self._jax_dtype())
             self._prior_mean = np.asarray(mean0)
             self._state = tuple(np.asarray(a) for a in state)
         self._fit_signature = self._signature()
@@ -314,7 +316,7 @@ class BongBase(BaseEstimator):
         with self._x64():
             state = self._state_to_jax()
             self.posterior_mean_ = np.asarray(state.mean).copy()
-            self.posterior_var_ = np.asarray(engine.FAMILIES[self.family].marginal_var(state))
+            self.posterior_var_ = np.asarray(engine.marginal_var(config, state))
         if self.model is None and not self._hidden:
             d, c = self.n_features_in_, self._n_out
             weights = self.posterior_mean_[: d * c].reshape(d, c).T
@@ -367,10 +369,11 @@ class BongBase(BaseEstimator):
         with self._x64():
             state = self._state_to_jax()
             key = self._key(2)
-            for start in range(0, X.shape[0], _PREDICT_ROWS):
-                block = X[start : start + _PREDICT_ROWS]
+            big = _PREDICT_BLOCKS[-1]
+            for start in range(0, X.shape[0], big):
+                block = X[start : start + big]
                 n = block.shape[0]
-                size = max(8, 1 << (n - 1).bit_length())  # pad rows to a power of two
+                size = next(b for b in _PREDICT_BLOCKS if b >= n)
                 padded = np.concatenate([block, np.zeros((size - n, X.shape[1]), X.dtype)])
                 res = fn(config, state, padded, key, **kw)
                 outs.append(tuple(np.asarray(r)[:n] for r in res))

@@ -7,6 +7,11 @@ estimators), :mod:`.families`, :mod:`.rules`, :mod:`.stream` and
 hyperparameters in :class:`Hyper`.
 """
 
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
 from .families import FAMILIES, DLRState, MeanCov
 from .likelihoods import LIKELIHOODS
 from .models import MLP, UserModel
@@ -35,6 +40,45 @@ def init_state(config, mean0, prior_var):
     return FAMILIES[config.family].init(mean0, prior_var, config.rank)
 
 
+@partial(jax.jit, static_argnames=("config", "dtype"))
+def prior(config, seed, prior_var, dtype):
+    """Prior mean θ₀ (the model's initialiser from ``seed``) and the prior state, in one program.
+
+    Parameters
+    ----------
+    config : Config
+        Static configuration.
+    seed : int
+        Seed of the network initialiser (``fold_in(PRNGKey(seed), 0)``).
+    prior_var : scalar
+        σ₀².
+    dtype : numpy dtype
+        Working dtype.
+
+    Returns
+    -------
+    mean0 : array (P,)
+        Prior mean.
+    state : family state
+        The prior belief.
+    """
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), 0)
+    mean0 = config.model.flat_init(key, dtype)
+    return mean0, init_state(config, mean0, jnp.asarray(prior_var, dtype))
+
+
+@partial(jax.jit, static_argnames=("config",))
+def marginal_var(config, state):
+    """Posterior marginal variances diag(Σ), shape (P,)."""
+    return FAMILIES[config.family].marginal_var(state)
+
+
+@jax.jit
+def make_key(seed, purpose):
+    """``fold_in(PRNGKey(seed), purpose)`` as one compiled program."""
+    return jax.random.fold_in(jax.random.PRNGKey(seed), purpose)
+
+
 __all__ = [
     "Config",
     "Curv",
@@ -52,6 +96,9 @@ __all__ = [
     "RULE_NAMES",
     "UserModel",
     "init_state",
+    "make_key",
+    "marginal_var",
+    "prior",
     "output_samples",
     "predict_log_proba",
     "predict_moments",

@@ -82,17 +82,26 @@ def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key):
 
 
 CHUNK_SIZES = (512, 64, 8, 1)
-"""Scan lengths that are ever compiled: a stream of T steps runs as a greedy sum of
-these (e.g. 1000 = 512 + 7·64 + 5·8), so at most ``len(CHUNK_SIZES)`` programs exist
-per configuration and input width, whatever the stream length or batch sizes."""
+"""Scan lengths that are ever compiled. A stream of T steps runs as a greedy sum of
+512-, 64- and 8-step chunks; a remainder of 2–7 steps is padded with masked steps
+to one more 8-step chunk, and a single step runs alone (the latency of one-row
+``partial_fit``). So at most ``len(CHUNK_SIZES)`` programs exist per configuration
+and input width, whatever the stream length or batch sizes."""
 
 
 def chunk_plan(n_steps):
-    """Split ``n_steps`` into scan lengths from :data:`CHUNK_SIZES` (largest first)."""
+    """Scan lengths (from :data:`CHUNK_SIZES`, largest first) covering ``n_steps``.
+
+    Their sum may exceed ``n_steps`` by up to 6 masked padding steps.
+    """
     plan = []
-    for size in CHUNK_SIZES:
+    for size in CHUNK_SIZES[:-1]:
         count, n_steps = divmod(n_steps, size)
         plan.extend([size] * count)
+    if n_steps == 1:
+        plan.append(1)
+    elif n_steps > 1:
+        plan.append(CHUNK_SIZES[-2])
     return plan
 
 
@@ -128,8 +137,14 @@ def stream(config, state, mean0, hyper, x, y, w, batch_size, step0, key, callbac
     n = x.shape[0]
     xs, ys, ws = to_steps(x, y, w, batch_size)
     n_steps = xs.shape[0]
+    plan = chunk_plan(n_steps)
+    extra = sum(plan) - n_steps
+    if extra:  # masked steps: zero weight, the belief is left untouched
+        xs, ys, ws = (
+            np.concatenate([a, np.zeros((extra,) + a.shape[1:], a.dtype)]) for a in (xs, ys, ws)
+        )
     parts, start = [], 0
-    for size in chunk_plan(n_steps):
+    for size in plan:
         sl = slice(start, start + size)
         state, log_lik, f, ok = run_stream(
             config, state, mean0, hyper, xs[sl], ys[sl], ws[sl], step0 + start, key
@@ -137,8 +152,8 @@ def stream(config, state, mean0, hyper, x, y, w, batch_size, step0, key, callbac
         parts.append((log_lik, f, ok))
         start += size
         if callback is not None:
-            callback(start, n_steps)
+            callback(min(start, n_steps), n_steps)
     log_lik = np.concatenate([np.asarray(p[0]) for p in parts]).reshape(-1)[:n]
-    f = np.concatenate([np.asarray(p[1]) for p in parts]).reshape(n_steps * batch_size, -1)[:n]
-    ok = np.concatenate([np.asarray(p[2]) for p in parts])
+    f = np.concatenate([np.asarray(p[1]) for p in parts]).reshape(sum(plan) * batch_size, -1)[:n]
+    ok = np.concatenate([np.asarray(p[2]) for p in parts])[:n_steps]
     return state, log_lik, f, ok
