@@ -274,13 +274,11 @@ class BongBase(BaseEstimator):
             )
             new_state = tuple(np.asarray(a) for a in state)
         bad = np.flatnonzero(~ok)
+        size, n_rows = int(self.batch_size), X.shape[0]
         if bad.size and self.on_error == "raise":
-            first = int(bad[0]) * int(self.batch_size)
-            rows = (
-                f"row {first}"
-                if self.batch_size == 1
-                else f"rows {first}..{first + self.batch_size - 1}"
-            )
+            first = int(bad[0]) * size
+            last = min(first + size, n_rows) - 1  # the last step may be padded
+            rows = f"row {first}" if first == last else f"rows {first}..{last}"
             raise NonFiniteUpdateError(
                 f"the update for {rows} of this batch gave a non-finite or invalid posterior "
                 f"(family={self.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); nothing "
@@ -289,7 +287,7 @@ class BongBase(BaseEstimator):
             )
         self._state = new_state
         self._n_steps += -(-X.shape[0] // int(self.batch_size))
-        self.n_skipped_ += int(bad.size) * int(self.batch_size)
+        self.n_skipped_ += int(np.minimum(size, n_rows - bad * size).sum())  # real rows only
         self.n_observations_ += int(X.shape[0])
         self._publish(config)
 
@@ -326,36 +324,39 @@ class BongBase(BaseEstimator):
     # ------------------------------------------------------------- fit paths
     def _fit_rows(self, X, y, sample_weight, reset, **encode_kw):
         first = reset or not hasattr(self, "_state")
-        hidden = self._check_params()
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            reset=first,
-            dtype=[np.float64, np.float32],
-            multi_output=True,
-            y_numeric=self._y_numeric,
-        )
-        if sample_weight is not None:
-            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-            if not np.all(np.isfinite(sample_weight)):
-                raise ValueError("sample_weight contains NaN or infinity")
-            if np.any(sample_weight < 0):
-                raise ValueError("sample_weight must be non-negative")
-        Y, n_out, obs_var = self._encode_y(y, first, **encode_kw)
-        if first:
-            backup = self.__dict__.copy()
-            try:
+        # A call that starts afresh rewrites the input checks (n_features_in_,
+        # feature_names_in_), the target encoding (classes_, obs_variance_, ...) and the
+        # belief: keep everything until the whole call has succeeded.
+        backup = self.__dict__.copy() if first else None
+        try:
+            hidden = self._check_params()
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                reset=first,
+                dtype=[np.float64, np.float32],
+                multi_output=True,
+                y_numeric=self._y_numeric,
+            )
+            if sample_weight is not None:
+                sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+                if not np.all(np.isfinite(sample_weight)):
+                    raise ValueError("sample_weight contains NaN or infinity")
+                if np.any(sample_weight < 0):
+                    raise ValueError("sample_weight must be non-negative")
+            Y, n_out, obs_var = self._encode_y(y, first, **encode_kw)
+            if first:
                 self._n_out = n_out
                 config = self._reset(X.shape[1], n_out, hidden)
-                self._learn(config, X, Y, sample_weight, obs_var)
-            except BaseException:
+            else:
+                config = self._config()
+            self._learn(config, X, Y, sample_weight, obs_var)
+        except BaseException:
+            if backup is not None:
                 self.__dict__.clear()
                 self.__dict__.update(backup)
-                raise
-            return self
-        config = self._config()
-        self._learn(config, X, Y, sample_weight, obs_var)
+            raise
         return self
 
     # ------------------------------------------------------------ predicting

@@ -284,7 +284,8 @@ class BongRegressor(RegressorMixin, BongBase):
         std : ndarray, same shape as ``mean``
             Predictive standard deviation; only when ``return_std=True``.
         """
-        hyper = self._hyper(self.obs_variance_) if hasattr(self, "obs_variance_") else None
+        with self._x64():  # a float64 estimator must not build float32 hyperparameters
+            hyper = self._hyper(self.obs_variance_) if hasattr(self, "obs_variance_") else None
         kind = self.predictive if return_std else "plugin"
         mean, var = self._predict_rows(
             X,

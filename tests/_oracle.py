@@ -202,10 +202,6 @@ def _moment_ngd(family, mu, cov, g, G, alpha, prior, kl_weight):
 
 
 def _ngd(family, state, g, G, alpha, prior, kl_weight):
-    if family == "dlr":
-        mu, ups, w = state
-        mu_new, cov_new = _natural_ngd("full", mu, dlr_cov(ups, w), g, G, alpha, prior, kl_weight)
-        return mu_new, jnp.linalg.inv(cov_new)
     mu, cov = state
     if family in ("full", "diag"):
         return _natural_ngd(family, mu, cov, g, G, alpha, prior, kl_weight)
@@ -259,6 +255,11 @@ def ngd(family, state, g, G, alpha, prior=None):
     ``(mu, prec)`` with ``prec`` the untruncated dense precision of the full natural
     step on ``diag(ups) + W Wᵀ`` (project with :func:`project_rank`).
     """
+    if family == "dlr":  # the full natural step on the dense precision Υ + W Wᵀ
+        mu, ups, w = (np.asarray(a) for a in state)
+        cov = np.linalg.inv(np.diag(ups) + w @ w.T)
+        mu_new, cov_new = _call(_NGD, "full", (mu, cov), g, G, alpha, prior)
+        return mu_new, np.linalg.inv(np.asarray(cov_new))
     return _call(_NGD, family, state, g, G, alpha, prior)
 
 
@@ -288,30 +289,27 @@ def log_lik(likelihood, y, f, obs_var):
     raise ValueError(likelihood)
 
 
+def _row_log_liks(likelihood, y, f, obs_var):
+    return jax.vmap(lambda yy, ff: log_lik(likelihood, yy, ff, obs_var))(y, f)
+
+
 def batch_log_lik(apply, likelihood, theta, x, y, w, obs_var):
     """Σᵢ wᵢ log p(yᵢ | f(xᵢ, θ))."""
-    f = apply(theta, x)
-    rows = [log_lik(likelihood, y[i], f[i], obs_var) for i in range(x.shape[0])]
-    return jnp.sum(w * jnp.stack(rows))
+    return jnp.sum(w * _row_log_liks(likelihood, y, apply(theta, x), obs_var))
 
 
 def _lin_grad(apply, likelihood, mean, x, y, w, obs_var):
-    jac = jax.jacfwd(lambda th: apply(th, x))(mean)  # (b, C, P)
+    jac = jax.jacfwd(lambda th: apply(th, x))(mean)  # (b, C, P), forward mode
     f = apply(mean, x)
-    total = 0.0
-    for i in range(x.shape[0]):
-        grad_f = jax.grad(lambda ff, i=i: log_lik(likelihood, y[i], ff, obs_var))(f[i])
-        total = total + w[i] * jac[i].T @ grad_f
-    return total
+    grad_f = jax.vmap(jax.grad(lambda ff, yy: log_lik(likelihood, yy, ff, obs_var)))(f, y)
+    return jnp.einsum("i,icp,ic->p", w, jac, grad_f)
 
 
 def _lin_hess(apply, likelihood, mean, x, y, w, obs_var):
     jac = jax.jacfwd(lambda th: apply(th, x))(mean)
     f = apply(mean, x)
-    G = 0.0
-    for i in range(x.shape[0]):
-        lam = jax.hessian(lambda ff, i=i: -log_lik(likelihood, y[i], ff, obs_var))(f[i])
-        G = G - w[i] * jac[i].T @ lam @ jac[i]
+    lam = jax.vmap(jax.hessian(lambda ff, yy: -log_lik(likelihood, yy, ff, obs_var)))(f, y)
+    G = -jnp.einsum("i,icp,icd,idq->pq", w, jac, lam, jac)
     return _lin_grad(apply, likelihood, mean, x, y, w, obs_var), G
 
 
@@ -320,18 +318,19 @@ def _lin_ef(apply, likelihood, mean, x, y, w, obs_var):
     return g, -jnp.outer(g, g)
 
 
+def _sample_fun(apply, likelihood, x, y, w, obs_var):
+    return lambda th: batch_log_lik(apply, likelihood, th, x, y, w, obs_var)
+
+
 def _mc_ef(apply, likelihood, thetas, x, y, w, obs_var):
-    grad = jax.grad(lambda th: batch_log_lik(apply, likelihood, th, x, y, w, obs_var))
-    grads = jnp.stack([grad(th) for th in thetas])
+    grads = jax.vmap(jax.grad(_sample_fun(apply, likelihood, x, y, w, obs_var)))(thetas)
     return grads.mean(axis=0), -(grads.T @ grads) / grads.shape[0]
 
 
 def _mc_hess(apply, likelihood, thetas, x, y, w, obs_var):
-    def fun(th):
-        return batch_log_lik(apply, likelihood, th, x, y, w, obs_var)
-
-    grads = jnp.stack([jax.grad(fun)(th) for th in thetas])
-    hess = jnp.stack([jax.hessian(fun)(th) for th in thetas])
+    fun = _sample_fun(apply, likelihood, x, y, w, obs_var)
+    grads = jax.vmap(jax.grad(fun))(thetas)
+    hess = jax.vmap(jax.hessian(fun))(thetas)
     return grads.mean(axis=0), hess.mean(axis=0)
 
 

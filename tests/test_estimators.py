@@ -38,6 +38,7 @@ What is tested, and why the tolerances are what they are:
 import copy
 import pickle
 import sys
+import warnings
 
 import jax
 import numpy as np
@@ -280,14 +281,14 @@ def _walk(obj, path, seen):
 
 def test_no_jax_objects_on_estimators(conj_reg, multi_clf):
     mlp = _reg(hidden_layer_sizes=(3,), activation="tanh", family="dlr", rank=2).fit(X, Y)
-    mc = _reg(**MC_RULE, predictive="mc", predictive_samples=5, random_state=0).fit(X, Y)
+    mc = _reg(**MC_RULE, predictive="mc", predictive_samples=20, random_state=0).fit(X, Y)
     for est in (conj_reg, multi_clf, mlp, mc):
         est.predict(X_NEW)
         if hasattr(est, "predict_proba"):
             est.predict_proba(X_NEW)
         else:
             est.predict(X_NEW, return_std=True)
-            est.sample_y(X_NEW, 2, random_state=0)
+            est.sample_y(X_NEW, 4000, random_state=0)
         _walk(est, type(est).__name__, set())
 
 
@@ -354,6 +355,18 @@ def test_conjugate_matches_closed_form(conj_reg):
     assert_allclose(mu, mu_ref, rtol=1e-10)
     assert_allclose(std, std_ref, rtol=1e-10)
     assert_array_equal(conj_reg.predict(X_NEW), mu)
+
+
+def test_float64_predict_is_not_truncated(conj_reg):
+    # obs_variance 0.1 is not a float32 number: a float32 round trip moves it by ~1e-9
+    reg = copy.deepcopy(conj_reg).set_params(obs_variance=0.1)
+    reg.obs_variance_ = np.array([0.1])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mu, std = reg.predict(X_NEW, return_std=True)
+    assert not [w for w in caught if "truncated" in str(w.message)]
+    mean, cov = _closed_form(X, Y, PRIOR_VAR, OBS_VAR)  # the posterior used R = 0.25
+    assert_allclose(std, _predictive(mean, cov, X_NEW, 0.1)[1], rtol=1e-10)
 
 
 def test_plugin_std_is_noise_only(conj_reg):

@@ -53,7 +53,9 @@ def _assert_same_model(a, b, X):
 # ------------------------------------------------------------------ model selection
 def test_grid_search_prior_variance():
     gs = GridSearchCV(
-        _pipe(), {"bongclassifier__prior_variance": [0.1, 1.0, 10.0]}, cv=CV,
+        _pipe(),
+        {"bongclassifier__prior_variance": [0.1, 1.0, 10.0]},
+        cv=CV,
         scoring="neg_log_loss",
     ).fit(X, Y_BIN)
     scores = gs.cv_results_["mean_test_score"]
@@ -148,8 +150,9 @@ def test_streaming_pipeline_behaves_as_pipeline():
     assert_array_equal(sp[-1].posterior_mean_, p[-1].posterior_mean_)
     assert sp.get_params()["clf__prior_variance"] == 1.0
     # a final step without partial_fit: no partial_fit on the pipeline either
-    assert not hasattr(StreamingPipeline([("s", StandardScaler()), ("lr", LinearRegression())]),
-                       "partial_fit")
+    assert not hasattr(
+        StreamingPipeline([("s", StandardScaler()), ("lr", LinearRegression())]), "partial_fit"
+    )
 
 
 def test_streaming_pipeline_non_streaming_steps():
@@ -157,7 +160,9 @@ def test_streaming_pipeline_non_streaming_steps():
     with pytest.raises(ValueError, match="'pca'.*no partial_fit and is not fitted"):
         pipe.partial_fit(X, Y_BIN, classes=[0, 1])
     pca = PCA(2).fit(X)
-    pipe = StreamingPipeline([("pca", pca), ("skip", "passthrough"), ("clf", BongClassifier(**CLF))])
+    pipe = StreamingPipeline(
+        [("pca", pca), ("skip", "passthrough"), ("clf", BongClassifier(**CLF))]
+    )
     pipe.partial_fit(X[:20], Y_BIN[:20], classes=[0, 1]).partial_fit(X[20:], Y_BIN[20:])
     manual = BongClassifier(**CLF).fit(pca.transform(X), Y_BIN)
     assert_array_equal(pipe[-1].posterior_mean_, manual.posterior_mean_)
