@@ -6,11 +6,11 @@ array and no jitted function lives on an estimator), so estimators pickle and
 resume on another machine.
 """
 
+import functools
 import os
 from numbers import Integral, Real
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
@@ -55,11 +55,22 @@ def _check_model(model):
         )
 
 
+@functools.lru_cache(maxsize=256)
+def _cached_key(seed, purpose):
+    """``fold_in(PRNGKey(seed), purpose)`` as a read-only numpy array (computed once)."""
+    key = np.asarray(engine.make_key(seed, purpose))
+    key.flags.writeable = False
+    return key
+
+
 def _physical_memory():
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
         return 16 * 2**30
+
+
+_PARAM_NAMES = {}
 
 
 class BongBase(BaseEstimator):
@@ -146,7 +157,33 @@ class BongBase(BaseEstimator):
         return tags
 
     # --------------------------------------------------------------- checking
+    @classmethod
+    def _get_param_names(cls):
+        # scikit-learn reads the constructor signature with ``inspect`` on every
+        # get_params / _validate_params call; it never changes, so read it once per class.
+        names = _PARAM_NAMES.get(cls)
+        if names is None:
+            names = _PARAM_NAMES[cls] = super()._get_param_names()
+        return names
+
     def _check_params(self):
+        """Validate the parameters and return the hidden layer sizes as a tuple of ints.
+
+        The checks run again only when a parameter changed (compared by ``repr``) since the
+        last successful check, so that a stream of one-row ``partial_fit`` calls pays for
+        them once.
+        """
+        snapshot = self._param_snapshot()
+        if snapshot == getattr(self, "_checked", (None, None))[0]:
+            return self._checked[1]
+        hidden = self._validate_all_params()
+        self._checked = (snapshot, hidden)
+        return hidden
+
+    def _param_snapshot(self):
+        return tuple((k, repr(v)) for k, v in self.get_params(deep=False).items())
+
+    def _validate_all_params(self):
         self._validate_params()
         sizes = tuple(np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object)).tolist())
         if any(not isinstance(s, Integral) or isinstance(s, bool) or s < 1 for s in sizes):
@@ -173,8 +210,8 @@ class BongBase(BaseEstimator):
         return jax.enable_x64(self.dtype == "float64")
 
     def _signature(self):
-        params = self.get_params(deep=False)
-        return tuple((k, repr(params[k])) for k in STRUCTURAL)
+        params = dict(self._param_snapshot())
+        return tuple((k, params[k]) for k in STRUCTURAL)
 
     def _build_config(self, n_features, n_outputs, hidden):
         if self.model is None:
@@ -209,22 +246,25 @@ class BongBase(BaseEstimator):
         )
 
     def _hyper(self, obs_var):
+        # numpy values: the jitted engine converts them in its fast C++ path, far cheaper
+        # than one jnp.asarray dispatch per hyperparameter
         dt = self._jax_dtype()
         return engine.Hyper(
-            prior_var=jnp.asarray(self.prior_variance, dt),
-            obs_var=jnp.asarray(obs_var, dt),
-            learning_rate=jnp.asarray(self.learning_rate, dt),
-            drift=jnp.asarray(self.drift, dt),
-            process_noise=jnp.asarray(self.process_noise, dt),
+            prior_var=np.asarray(self.prior_variance, dt),
+            obs_var=np.asarray(obs_var, dt),
+            learning_rate=np.asarray(self.learning_rate, dt),
+            drift=np.asarray(self.drift, dt),
+            process_noise=np.asarray(self.process_noise, dt),
         )
 
     # ------------------------------------------------------------ the belief
     def _key(self, purpose):
-        return engine.make_key(self._seed, purpose)
+        return _cached_key(self._seed, purpose)
 
     def _state_to_jax(self):
+        """The belief as an engine state of numpy arrays (the jitted engine converts them)."""
         cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
-        return cls(*(jnp.asarray(a) for a in self._state))
+        return cls(*self._state)
 
     def _reset(self, n_features, n_outputs, hidden):
         """Forget everything: draw the seed, build the configuration and the prior."""
@@ -235,23 +275,32 @@ class BongBase(BaseEstimator):
             self._prior_mean = np.asarray(mean0)
             self._state = tuple(np.asarray(a) for a in state)
         self._fit_signature = self._signature()
+        self._config_cache = (self._checked[0], config)
         self._hidden = hidden
         self.n_observations_ = 0
         self.n_skipped_ = 0
         self._n_steps = 0
         return config
 
-    def _config(self):
-        hidden = self._check_params()
-        if self._signature() != self._fit_signature:
-            changed = [
-                k for (k, v), (_, w) in zip(self._signature(), self._fit_signature) if v != w
-            ]
+    def _config(self, hidden=None):
+        """The engine configuration of the fitted belief; ``hidden``: already-checked layer
+        sizes (the parameters are validated here otherwise)."""
+        if hidden is None:
+            hidden = self._check_params()
+        snapshot = self._checked[0]  # the parameters just checked
+        cached = getattr(self, "_config_cache", None)
+        if cached is not None and cached[0] == snapshot:
+            return cached[1]
+        signature = self._signature()
+        if signature != self._fit_signature:
+            changed = [k for (k, v), (_, w) in zip(signature, self._fit_signature) if v != w]
             raise ValueError(
                 f"parameter(s) {changed} changed since the estimator was fitted; they fix the shape "
                 "of the posterior, so call fit() to start again"
             )
-        return self._build_config(self.n_features_in_, self._n_out, hidden)
+        config = self._build_config(self.n_features_in_, self._n_out, hidden)
+        self._config_cache = (snapshot, config)
+        return config
 
     def _learn(self, config, X, Y, sample_weight, obs_var):
         """Stream rows into the belief; commit only if every update was valid."""
@@ -262,7 +311,7 @@ class BongBase(BaseEstimator):
             state, _, _, ok = engine.stream(
                 config,
                 self._state_to_jax(),
-                jnp.asarray(self._prior_mean),
+                self._prior_mean,
                 self._hyper(obs_var),
                 X.astype(dt, copy=False),
                 Y.astype(dt, copy=False),
@@ -310,16 +359,28 @@ class BongBase(BaseEstimator):
         return update
 
     def _publish(self, config):
-        """Expose the belief as numpy fitted attributes."""
-        with self._x64():
-            state = self._state_to_jax()
-            self.posterior_mean_ = np.asarray(state.mean).copy()
-            self.posterior_var_ = np.asarray(engine.marginal_var(config, state))
+        """Expose the belief as numpy fitted attributes (``posterior_var_`` on first access)."""
+        self.posterior_mean_ = self._state[0].copy()
+        self._posterior_var, self._fitted_config = None, config
         if self.model is None and not self._hidden:
             d, c = self.n_features_in_, self._n_out
             weights = self.posterior_mean_[: d * c].reshape(d, c).T
             bias = self.posterior_mean_[d * c :] if self.fit_intercept else np.zeros(c)
             self.coef_, self.intercept_ = self._linear_attributes(weights, bias)
+
+    @property
+    def posterior_var_(self):
+        """Posterior marginal variances diag(Σ), shape (P,).
+
+        Computed from the belief on first access after an update (a single-row
+        ``partial_fit`` does not pay for it), then kept.
+        """
+        check_is_fitted(self, "_state")
+        if getattr(self, "_posterior_var", None) is None:
+            with self._x64():
+                var = engine.marginal_var(self._fitted_config, self._state_to_jax())
+                self._posterior_var = np.asarray(var)
+        return self._posterior_var
 
     # ------------------------------------------------------------- fit paths
     def _fit_rows(self, X, y, sample_weight, reset, **encode_kw):
@@ -330,15 +391,16 @@ class BongBase(BaseEstimator):
         backup = self.__dict__.copy() if first else None
         try:
             hidden = self._check_params()
-            X, y = validate_data(
-                self,
-                X,
-                y,
-                reset=first,
-                dtype=[np.float64, np.float32],
-                multi_output=True,
-                y_numeric=self._y_numeric,
-            )
+            if first or not self._is_plain_batch(X, y):
+                X, y = validate_data(
+                    self,
+                    X,
+                    y,
+                    reset=first,
+                    dtype=[np.float64, np.float32],
+                    multi_output=True,
+                    y_numeric=self._y_numeric,
+                )
             if sample_weight is not None:
                 sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
                 if not np.all(np.isfinite(sample_weight)):
@@ -350,7 +412,7 @@ class BongBase(BaseEstimator):
                 self._n_out = n_out
                 config = self._reset(X.shape[1], n_out, hidden)
             else:
-                config = self._config()
+                config = self._config(hidden)
             self._learn(config, X, Y, sample_weight, obs_var)
         except BaseException:
             if backup is not None:
@@ -358,6 +420,26 @@ class BongBase(BaseEstimator):
                 self.__dict__.update(backup)
             raise
         return self
+
+    def _is_plain_batch(self, X, y):
+        """Whether ``validate_data`` would return X and y unchanged (so it can be skipped):
+        finite float numpy rows of the fitted width, numeric numpy targets of the same
+        length, and no feature names to check. The common case of a stream of
+        ``partial_fit`` calls; anything else goes through ``validate_data``."""
+        return (
+            type(X) is np.ndarray
+            and type(y) is np.ndarray
+            and X.dtype in (np.float32, np.float64)
+            and X.ndim == 2
+            and X.shape[0] >= 1
+            and X.shape[1] == self.n_features_in_
+            and y.ndim in (1, 2)
+            and y.shape[0] == X.shape[0]
+            and y.dtype.kind in "biuf"
+            and not hasattr(self, "feature_names_in_")
+            and bool(np.isfinite(X).all())
+            and (y.dtype.kind != "f" or bool(np.isfinite(y).all()))
+        )
 
     # ------------------------------------------------------------ predicting
     def _predict_rows(self, X, fn, **kw):

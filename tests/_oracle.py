@@ -107,6 +107,7 @@ def _symmetrise(grads, sym_leaves):
     return tuple(sym(gr) if s else gr for gr, s in zip(grads, sym_leaves))
 
 
+# ----------------------------------------------------------------------------------
 # Plain-gradient steps (BOG, and one BBB inner step with a prior)
 # ----------------------------------------------------------------------------------
 

@@ -8,11 +8,10 @@ What is tested
   Λ' = (1−α)Λ + αΛ₀ − αG is BONG's Λ − G. The two take different code paths (the KL-augmented
   dense inverse versus Woodbury for the full family; [0·W, W, B] versus [W, B] for DLR), so
   the DLR comparison is on Υ and W Wᵀ (the SVD factor W itself is defined up to rotation).
-* ``test_bbb_one_step_is_bog``: BBB with ``n_iter=1`` equals BOG at the same α (0.02: a
-  moment-parameter GD step leaves the SPD cone for larger rates on these problems, see
-  ``test_oracle.ALPHA_GD``; the identity itself holds for any α).
+* ``test_bbb_one_step_is_bog``: BBB with ``n_iter=1`` equals BOG at the same α = 0.3 (the
+  KL gradient vanishes at the prior: g̃ = g and G̃ = G − Λ₀ + Λ = G).
 * ``test_dlr_full_rank_is_full``: DLR with R ≥ P (R = P and R = P + 2, the padding path)
-  equals the full natural family for BONG and BLR (``n_iter=2``) over a 4-step
+  equals the full natural family for BONG and BLR (``n_iter=2``) over a 3-step
   ``E.run_stream`` with LIN-HESS and LIN-EF, with and without a dynamic predict step
   (γ = 0.9, q = 0.01: the LO-FI predict is exact for an isotropic prior covariance, by
   Woodbury). Nothing is truncated: the widened factor has at most P ≤ R directions.
@@ -33,11 +32,11 @@ Tolerances
 ----------
 float64 throughout. The identities are exact in real arithmetic; the two sides differ by
 rounding along different code paths (a dense SPD inverse versus Woodbury; G − Λ₀ + Λ with
-Λ₀ = Λ computed twice; the SVD of differently padded factors). With covariance condition
+Λ₀ = Λ computed twice; the rank projection of differently padded factors). With covariance condition
 numbers ≲ 1e2 and a few steps, the accumulated relative difference is ≲ 1e2 · 1e2 ·
 2.2e-16 ≈ 1e-12, so ``RTOL = 1e-10`` (relative to the largest entry) is a bound with two
-orders of margin. All sweeps run eagerly under ``jax.disable_jit()`` (cheaper than compiling
-each configuration for these tiny models).
+orders of margin (measured: ≤ 1.2e-15). All sweeps run eagerly under ``jax.disable_jit()``
+(cheaper than compiling each configuration for these tiny models).
 """
 
 import jax
@@ -45,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _oracle import rel_err
-from test_oracle import ALPHA_GD, FAMS, HESS, LIKS, M, dense, make_state, problem
+from test_oracle import FAMS, HESS, LIKS, RANK, M, dense, make_state, problem
 
 from skbong import engine as E
 
@@ -59,9 +58,17 @@ def _hyper(obs_var, alpha=0.3, drift=1.0, noise=0.0, prior_var=1.0):
 
 
 def _assert_same_belief(family, a, b, rtol=RTOL):
-    """Same Gaussian: mean and covariance; for DLR also Υ and W Wᵀ separately."""
+    """Same Gaussian: mean and covariance; for DLR also Υ and W Wᵀ separately.
+
+    Where the covariance comes out of an inverse (natural families, DLR), it must be SPD
+    so that the comparison is not between near-singular inverses. The moment families
+    store Σ itself (no inverse is taken), and a plain-gradient step at α = 0.3 may leave
+    the SPD cone without affecting the identity.
+    """
     (mean_a, cov_a), (mean_b, cov_b) = dense(family, a), dense(family, b)
-    assert np.all(np.isfinite(cov_a)) and np.all(np.linalg.eigvalsh(np.asarray(cov_a)) > 0)
+    assert np.all(np.isfinite(cov_a))
+    if family not in ("full_moment", "diag_moment"):
+        assert np.all(np.linalg.eigvalsh(np.asarray(cov_a)) > 0)
     errs = [rel_err(mean_a, mean_b), rel_err(cov_a, cov_b)]
     if family == "dlr":
         errs.append(rel_err(a.prec_diag, b.prec_diag))
@@ -78,8 +85,8 @@ def _one_update(family, hessian, rule, alpha, seed):
     likelihood = _lik_for(family, hessian)
     model, x, y, w, obs_var = problem(likelihood, seed=seed)
     rng = np.random.default_rng(seed)
-    state, _, _ = make_state(family, model.n_params(), rng, 3, 3)
-    cfg = E.Config(model, likelihood, family, 3, rule, hessian, n_iter=1, mc_samples=M)
+    state, _, _ = make_state(family, model.n_params(), rng, RANK, RANK)
+    cfg = E.Config(model, likelihood, family, RANK, rule, hessian, n_iter=1, mc_samples=M)
     key = jax.random.PRNGKey(seed)
     return E.update(cfg, state, x, y, w, _hyper(obs_var, alpha), key)
 
@@ -100,8 +107,8 @@ def test_blr_one_unit_step_is_bong(family, hessian):
 @pytest.mark.parametrize("family,hessian", COMBOS)
 def test_bbb_one_step_is_bog(family, hessian):
     with jax.enable_x64(True), jax.disable_jit():
-        bbb = _one_update(family, hessian, "bbb", ALPHA_GD, seed=12)
-        bog = _one_update(family, hessian, "bog", ALPHA_GD, seed=12)
+        bbb = _one_update(family, hessian, "bbb", 0.3, seed=12)
+        bog = _one_update(family, hessian, "bog", 0.3, seed=12)
         _assert_same_belief(family, bbb, bog)
 
 
@@ -137,7 +144,7 @@ def _run(cfg, state, mean0, hyper, data, key):
 )
 def test_dlr_full_rank_is_full(rule, hessian, likelihood, extra_rank, dynamic):
     with jax.enable_x64(True), jax.disable_jit():
-        data = _stream(likelihood, 4, seed=20)
+        data = _stream(likelihood, 3, seed=20)
         model, obs_var = data[0], data[4]
         p = model.n_params()
         mean0 = 0.3 * jnp.asarray(np.random.default_rng(0).standard_normal(p))
@@ -188,7 +195,7 @@ def test_static_predict_is_identity(family):
     with jax.enable_x64(True), jax.disable_jit():
         p = 6
         rng = np.random.default_rng(40)
-        state, _, _ = make_state(family, p, rng, 3, 3)
+        state, _, _ = make_state(family, p, rng, RANK, RANK)
         mean0 = jnp.asarray(rng.standard_normal(p))
         new = E.FAMILIES[family].predict(state, mean0, _hyper(jnp.asarray(1.0), prior_var=2.0))
         for a, b in zip(new, state):
@@ -204,16 +211,16 @@ def test_static_predict_is_identity(family):
 def test_dynamic_static_stream_agree(family, hessian):
     likelihood = _lik_for(family, hessian)
     with jax.enable_x64(True), jax.disable_jit():
-        data = _stream(likelihood, 3, seed=50)
+        data = _stream(likelihood, 2, seed=50)
         model, obs_var = data[0], data[4]
         p = model.n_params()
         rng = np.random.default_rng(50)
-        state, _, _ = make_state(family, p, rng, 3, 3)
+        state, _, _ = make_state(family, p, rng, RANK, RANK)
         mean0 = jnp.asarray(rng.standard_normal(p))
         hyper = _hyper(obs_var, 0.5, prior_var=2.0)
         out = []
         for dynamic in (False, True):
-            cfg = E.Config(model, likelihood, family, 3, "blr", hessian, 2, M, dynamic)
+            cfg = E.Config(model, likelihood, family, RANK, "blr", hessian, 2, M, dynamic)
             out.append(_run(cfg, state, mean0, hyper, data, jax.random.PRNGKey(6)))
         if family == "dlr":  # W is an SVD factor: compare Υ and W Wᵀ
             _assert_same_belief(family, out[1], out[0])

@@ -37,16 +37,34 @@ def _linearised_gradient(config, mean, x, y, w, obs_var):
     return f, vjp(grad_f)[0]
 
 
+def output_jacobians(config, mean, x):
+    """Outputs f (b, C) and Jacobian rows Jᵢ = ∂f(xᵢ, θ)/∂θ at θ = mean, shape (b, C, P).
+
+    One forward pass and C backward passes (a ``vmap`` of the VJP) per row.
+    """
+
+    def one(xi):
+        fi, vjp = jax.vjp(lambda th: config.model.apply(th, xi[None, :])[0], mean)
+        (jac,) = jax.vmap(vjp)(jnp.eye(fi.shape[0], dtype=fi.dtype))
+        return fi, jac
+
+    return jax.vmap(one)(x)
+
+
 def lin_hess(config, family, state, x, y, w, obs_var, key):
-    """LIN-HESS: g = Jᵀ∇_f log p, B = Jᵀ S with S Sᵀ = Λ_y, at the mean."""
+    """LIN-HESS: g = Σᵢ Jᵢᵀ wᵢ ∇_f log p, B = [√wᵢ Jᵢᵀ Sᵢ] with Sᵢ Sᵢᵀ = Λ_y, at the mean.
+
+    Both come from the same Jacobian rows; B is built as its rows Bᵀ (k × P), the layout
+    the low-rank family works in (``factor`` is their transpose, free under ``jit``).
+    """
     lik = LIKELIHOODS[config.likelihood]
-    mean = state.mean
-    f, g = _linearised_gradient(config, mean, x, y, w, obs_var)
-    jac = jax.jacrev(lambda th: config.model.apply(th, x))(mean)  # (b, C, P)
+    f, jac = output_jacobians(config, state.mean, x)  # (b, C), (b, C, P)
+    grad_f = jax.vmap(lik.grad, in_axes=(0, 0, None))(y, f, obs_var) * w[:, None]
+    g = jnp.sum(jac * grad_f[:, :, None], axis=(0, 1))  # Σᵢ Jᵢᵀ ∇_f (fused; no transpose of J)
     s = jax.vmap(lik.fisher_factor, in_axes=(0, None))(f, obs_var)  # (b, C, C)
     s = s * jnp.sqrt(w)[:, None, None]
-    factor = jnp.einsum("icp,icd->pid", jac, s)
-    return g, Curv(factor=factor.reshape(mean.shape[0], -1))
+    rows = jnp.einsum("icp,icd->idp", jac, s).reshape(-1, jac.shape[-1])
+    return g, Curv(factor=rows.T)
 
 
 def lin_ef(config, family, state, x, y, w, obs_var, key):

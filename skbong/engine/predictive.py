@@ -16,16 +16,10 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
+from .curvature import output_jacobians
 from .families import FAMILIES
 
 PREDICTIVES = ("plugin", "linmc", "mc")
-
-
-def _row_jacobians(config, mean, x):
-    def one(xi):
-        return jax.jacrev(lambda th: config.model.apply(th, xi[None, :])[0])(mean)
-
-    return jax.vmap(one)(x)  # (n, C, P)
 
 
 def output_samples(config, state, x, key, kind, n_samples):
@@ -53,7 +47,7 @@ def predict_moments(config, state, hyper, x, key, kind, n_samples):
     The Gaussian variance includes the observation noise R.
     """
     if config.likelihood == "gaussian" and kind == "linmc":
-        jac = _row_jacobians(config, state.mean, x)
+        _, jac = output_jacobians(config, state.mean, x)
         out_cov = FAMILIES[config.family].output_cov(state, jac)
         var = jnp.diagonal(out_cov, axis1=1, axis2=2)
         return config.model.apply(state.mean, x), var + hyper.obs_var

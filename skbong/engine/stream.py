@@ -143,12 +143,17 @@ def stream(config, state, mean0, hyper, x, y, w, batch_size, step0, key, callbac
         xs, ys, ws = (
             np.concatenate([a, np.zeros((extra,) + a.shape[1:], a.dtype)]) for a in (xs, ys, ws)
         )
+    # A belief given as host (numpy) arrays stays on the host between chunks, so that every
+    # chunk call passes the same argument types and hits the same cached program.
+    on_host = all(isinstance(a, np.ndarray) for a in jax.tree_util.tree_leaves(state))
     parts, start = [], 0
     for size in plan:
         sl = slice(start, start + size)
         state, log_lik, f, ok = run_stream(
             config, state, mean0, hyper, xs[sl], ys[sl], ws[sl], step0 + start, key
         )
+        if on_host:
+            state = jax.tree_util.tree_map(np.asarray, state)
         parts.append((log_lik, f, ok))
         start += size
         if callback is not None:

@@ -3,6 +3,8 @@
 from collections.abc import Callable
 from typing import NamedTuple
 
+import jax.numpy as jnp
+
 
 class Family(NamedTuple):
     """A variational family: its state type and how each kind of step moves it.
@@ -41,3 +43,13 @@ class Family(NamedTuple):
     output_cov: Callable
     is_valid: Callable
     hess_kind: str | None
+
+
+def all_finite(*arrays):
+    """Whether every entry of every array is finite, as one float reduction per array.
+
+    ``0 · x`` is ``0`` for finite x and NaN for ±inf or NaN, and a sum of zeros cannot
+    overflow, so ``isfinite(Σ 0 · x)`` is exactly ``all(isfinite(x))``; it compiles to
+    a plain vectorised sum instead of a boolean reduction over a temporary mask.
+    """
+    return jnp.isfinite(sum(jnp.sum(a * 0) for a in arrays))

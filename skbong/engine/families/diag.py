@@ -17,12 +17,18 @@ def _explicit(curv):
     return curv.hess
 
 
+def _add_precision_factor(var, factor, vec):
+    """σ²' = 1 / (1/σ² + rowsum(B ∘ B)) and σ²' ∘ v."""
+    var = 1.0 / (1.0 / var + jnp.sum(factor * factor, axis=1))
+    return var, var * vec
+
+
 ALGEBRA = gs.Algebra(
     matvec=lambda a, v: a * v,
     inv=lambda a: 1.0 / a,
     explicit=_explicit,
     sandwich=lambda var, curv: var * var * _explicit(curv),
-    add_precision_factor=lambda var, b: 1.0 / (1.0 / var + jnp.sum(b * b, axis=1)),
+    add_precision_factor=_add_precision_factor,
     sym_outer=lambda a, b: 2.0 * a * b,
     add_isotropic=lambda a, c: a + c,
     diagonal=lambda a: a,

@@ -11,10 +11,9 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.linalg import solve_triangular
 
-from ..linalg import dlr_cov_root, dlr_solve, project_rank, sym
-from .base import Family
+from ..linalg import dlr_cov_root, dlr_grams, dlr_solve, project_rank, unit_chol_inverse
+from .base import Family, all_finite
 
 
 class DLRState(NamedTuple):
@@ -49,8 +48,7 @@ def predict(state, mean0, hyper):
     w = state.prec_lr
     rank = w.shape[1]
     inner = jnp.eye(rank, dtype=w.dtype) + q_eff * (w.T @ (ratio[:, None] * w))
-    chol = jnp.linalg.cholesky(sym(inner))
-    w_new = solve_triangular(chol, (gamma * ratio[:, None] * w).T, lower=True).T
+    w_new = (gamma * ratio[:, None] * w) @ unit_chol_inverse(inner).T
     mean = gamma * state.mean + (1.0 - gamma) * mean0
     return DLRState(mean, prec_diag, w_new)
 
@@ -76,21 +74,22 @@ def ngd(state, prior, g, curv, alpha):
     Without a prior (BONG): Λ' = Υ + W̃W̃ᵀ, W̃ = [W, √α B].
     With a prior (one BLR step): Υ' = (1−α)Υ + αΥ₀, W̃ = [√(1−α) W, √α W₀, √α B].
     μ' = μ + α Λ'⁻¹ g̃ with the untruncated W̃ (Woodbury), then SVD projection.
+    All products run on the rows W̃ᵀ (k × P); see :mod:`..linalg`.
     """
-    factor = jnp.sqrt(alpha) * _require_factor(curv)
+    factor_rows = jnp.sqrt(alpha) * _require_factor(curv).T
     if prior is None:
         prec_diag = state.prec_diag
-        wide = jnp.concatenate([state.prec_lr, factor], axis=1)
+        rows = jnp.concatenate([state.prec_lr.T, factor_rows])
     else:
         g = _kl_gradient(state, prior, g)
         prec_diag = (1.0 - alpha) * state.prec_diag + alpha * prior.prec_diag
-        wide = jnp.concatenate(
-            [jnp.sqrt(1.0 - alpha) * state.prec_lr, jnp.sqrt(alpha) * prior.prec_lr, factor],
-            axis=1,
+        rows = jnp.concatenate(
+            [jnp.sqrt(1.0 - alpha) * state.prec_lr.T, jnp.sqrt(alpha) * prior.prec_lr.T, factor_rows]
         )
-    mean = state.mean + alpha * dlr_solve(prec_diag, wide, g)
-    w, dropped = project_rank(wide, state.prec_lr.shape[1])
-    return DLRState(mean, prec_diag + dropped, w)
+    gram, inner, scaled = dlr_grams(prec_diag, rows)
+    mean = state.mean + alpha * dlr_solve(prec_diag, rows, scaled, inner, g)
+    head, dropped = project_rank(rows, gram, state.prec_lr.shape[1])
+    return DLRState(mean, prec_diag + dropped, head.T)
 
 
 def _diag_sandwich(state, root, c):
@@ -172,8 +171,7 @@ def output_cov(state, jac):
 
 def is_valid(state):
     """Finite state with a positive diagonal precision."""
-    finite = jnp.all(jnp.isfinite(state.mean)) & jnp.all(jnp.isfinite(state.prec_diag))
-    return finite & jnp.all(jnp.isfinite(state.prec_lr)) & jnp.all(state.prec_diag > 0)
+    return all_finite(state.mean, state.prec_diag, state.prec_lr) & jnp.all(state.prec_diag > 0)
 
 
 DLR = Family(

@@ -14,7 +14,7 @@ from . import gaussian as gs
 def _explicit(curv):
     if curv.factor is not None:
         return -curv.factor @ curv.factor.T
-    return curv.hess
+    return sym(curv.hess)  # an autodiff Hessian's triangles differ by rounding
 
 
 def _sandwich(cov, curv):

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 
 from ..types import Curv
-from .base import Family
+from .base import Family, all_finite
 
 
 class MeanCov(NamedTuple):
@@ -48,7 +48,7 @@ class Algebra(NamedTuple):
     inv: Callable  # Σ -> Σ⁻¹ (SPD inverse)
     explicit: Callable  # curv -> G in the covariance representation
     sandwich: Callable  # (Σ, curv) -> Σ G Σ
-    add_precision_factor: Callable  # (Σ, B) -> (Σ⁻¹ + B Bᵀ)⁻¹ (Woodbury / elementwise)
+    add_precision_factor: Callable  # (Σ, B, v) -> (Σ', Σ' v), Σ' = (Σ⁻¹ + B Bᵀ)⁻¹ (Woodbury)
     sym_outer: Callable  # (a, b) -> a bᵀ + b aᵀ
     add_isotropic: Callable  # (Σ, c) -> Σ + c I
     diagonal: Callable  # Σ -> diag(Σ)
@@ -72,10 +72,11 @@ def natural_ngd(alg, state, prior, g, curv, alpha):
     g, curv = with_kl(alg, state, prior, g, curv)
     if curv.factor is not None:
         # G = −B Bᵀ: precision gains α B Bᵀ, by Woodbury (eqs. 122–124, 130–132).
-        cov = alg.add_precision_factor(state.cov, jnp.sqrt(alpha) * curv.factor)
+        cov, cov_g = alg.add_precision_factor(state.cov, jnp.sqrt(alpha) * curv.factor, g)
     else:
         cov = alg.inv(alg.inv(state.cov) - alpha * curv.hess)
-    return MeanCov(state.mean + alpha * alg.matvec(cov, g), cov)
+        cov_g = alg.matvec(cov, g)
+    return MeanCov(state.mean + alpha * cov_g, cov)
 
 
 def moment_ngd(alg, state, prior, g, curv, alpha):
@@ -155,7 +156,6 @@ def _is_valid(alg):
     """Finite mean and covariance with a positive diagonal."""
 
     def _valid(state):
-        finite = jnp.all(jnp.isfinite(state.mean)) & jnp.all(jnp.isfinite(state.cov))
-        return finite & jnp.all(alg.diagonal(state.cov) > 0)
+        return all_finite(state.mean, state.cov) & jnp.all(alg.diagonal(state.cov) > 0)
 
     return _valid
