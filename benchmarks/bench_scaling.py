@@ -18,8 +18,7 @@ import sys
 import time
 
 import numpy as np
-
-from _common import ROOT, load_note, parser, table, write_json
+from _common import ROOT, has_gpu, load_note, parser, table, write_json
 
 D = 100
 GRID = {
@@ -94,7 +93,11 @@ def point(family, p, steps, repeats):
         best = min(best, time.perf_counter() - t0)
         del out
     peak = _status_kib("VmHWM")
+    dev = jax.devices()[0]
+    stats = dev.memory_stats() if dev.platform == "gpu" else None
     return {
+        "device": dev.platform,
+        "device_peak_mb": stats["peak_bytes_in_use"] / 2**20 if stats else None,
         "family": family,
         "P": n_params,
         "steps": steps,
@@ -143,30 +146,31 @@ def main():
     print(f"bench_scaling: float32, one row per step, {load_note()}")
     rows = []
     src = os.environ.get("SKBONG_SRC", str(ROOT.parent))
-    for fam in args.families.split(","):
+    platforms = ["cpu"] + (["cuda"] if has_gpu() else [])
+    for platform, fam in [(pl, f) for pl in platforms for f in args.families.split(",")]:
         for pp in grid[fam]:
             cmd = [sys.executable, str(ROOT / "bench_scaling.py"), "--point", fam, str(pp)]
-            res = subprocess.run(cmd, capture_output=True, text=True,
-                                 env=dict(os.environ, SKBONG_SRC=src))
+            env = dict(os.environ, SKBONG_SRC=src, JAX_PLATFORMS=platform)
+            res = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if res.returncode != 0:
                 print(f"  {fam} P≈{pp:.0e}: failed\n{res.stderr[-2000:]}", flush=True)
                 rows.append({"family": fam, "P": int(pp), "error": res.stderr[-500:]})
                 continue
             row = json.loads(res.stdout.strip().splitlines()[-1])
             rows.append(row)
-            print(f"  {fam:5s} P={row['P']:>9d}: {row['us_per_step']:10.1f} µs/step "
+            print(f"  {platform:4s} {fam:5s} P={row['P']:>9d}: {row['us_per_step']:10.1f} µs/step "
                   f"({row['obs_per_s']:9.0f} obs/s), state {row['state_mb']:8.1f} MB, "
                   f"peak over start {row['peak_over_start_mb']:8.1f} MB", flush=True)
     ok = [r for r in rows if "error" not in r]
-    exps = fit_exponent(ok)
+    exps = fit_exponent([r for r in ok if r["device"] == "cpu"])
     print(f"\n== time per step vs P ==  ({load_note()})")
-    table(ok, ["family", "P", "steps", "us_per_step", "obs_per_s", "state_mb", "rss_state_mb",
+    table(ok, ["device", "family", "P", "steps", "us_per_step", "obs_per_s", "state_mb", "rss_state_mb",
                "peak_over_warm_mb", "peak_over_start_mb"],
           {c: "{:.1f}" for c in ("us_per_step", "obs_per_s", "state_mb", "rss_state_mb",
                                  "peak_over_warm_mb", "peak_over_start_mb")})
     print("\nfitted exponent e in time ∝ P^e: "
           + ", ".join(f"{k} {v:.2f}" for k, v in sorted(exps.items())))
-    big = [r for r in ok if r["family"] == "dlr" and r["P"] >= 1e6]
+    big = [r for r in ok if r["family"] == "dlr" and r["P"] >= 1e6 and r["device"] == "cpu"]
     for r in big:
         print(f"dlr-10 at P = {r['P']}: {r['obs_per_s']:.0f} obs/s (target ≥ 100), peak over start "
               f"{r['peak_over_start_mb']:.0f} MB = {r['peak_over_start_mb'] / r['state_mb']:.1f}× "

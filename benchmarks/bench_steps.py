@@ -47,7 +47,7 @@ def chunk_for(case, family, rule, hessian, n_iter):
     p = n_params(case)
     dense = family in ("full", "full_moment")
     cubic = dense and (rule in ("blr", "bbb") or hessian == "mc_hess" or rule == "bog")
-    if not cubic or p <= 100:
+    if not cubic or p < 100:
         return CHUNK
     return 8 if p < 1000 else 1
 
@@ -66,7 +66,7 @@ def measure(case, family, rule, hessian, n_iter, chunk, repeats, min_total):
         "n_iter": n_iter if rule in ("blr", "bbb") else 1,
         "chunk": chunk,
         "us_per_step": best / chunk * 1e6,
-        "cpu_us_per_step": cpu / chunk * 1e6,
+        "cpu_mean_us": cpu / chunk * 1e6,
         "compile_s": compile_s,
         "ok": ok,
     }
@@ -75,7 +75,7 @@ def measure(case, family, rule, hessian, n_iter, chunk, repeats, min_total):
 def headline(n_iter, repeats, device):
     rows, bong = [], {}
     for case, family, rule, authors, target in HEADLINE:
-        row = measure(case, family, rule, "lin_hess", n_iter, CHUNK, repeats, 1.0)
+        row = measure(case, family, rule, "lin_hess", n_iter, CHUNK, repeats, 3.0)
         row.update(authors_us=authors, target_us=target, device=device)
         row["met"] = row["us_per_step"] <= target
         bong[(case, family)] = row["us_per_step"]
@@ -109,8 +109,8 @@ def sweep(cases, n_iter, repeats):
 
 
 COLUMNS = ["case", "P", "family", "rule", "hessian", "n_iter", "chunk", "us_per_step",
-           "cpu_us_per_step", "compile_s", "ok", "authors_us", "target_us", "met"]
-FORMATS = {"us_per_step": "{:.2f}", "cpu_us_per_step": "{:.2f}", "compile_s": "{:.2f}", "ok": "{:.2f}",
+           "cpu_mean_us", "compile_s", "ok", "authors_us", "target_us", "met"]
+FORMATS = {"us_per_step": "{:.2f}", "cpu_mean_us": "{:.2f}", "compile_s": "{:.2f}", "ok": "{:.2f}",
            "authors_us": "{:.1f}", "target_us": "{:.1f}"}
 
 
@@ -118,7 +118,7 @@ def progress(r):
     """One line per measurement (long runs show progress; the tables print at the end)."""
     print(f"  {r['case']:>9} {r['family']:>11} {r['rule']:>4} {r['hessian']:>8} "
           f"chunk {r['chunk']:>3}: {r['us_per_step']:10.2f} µs/step "
-          f"(cpu {r['cpu_us_per_step']:.2f}), "
+          f"(cpu mean {r['cpu_mean_us']:.2f}), "
           f"compile {r['compile_s']:.2f} s, ok {r['ok']:.2f}", flush=True)
 
 

@@ -30,14 +30,32 @@ def _leaves_equal(a, b):
     return all(np.array_equal(np.asarray(u), np.asarray(v)) for u, v in zip(a, b))
 
 
-@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 600, 1000])
-def test_chunk_plan_covers_the_stream_with_few_sizes(n):
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 9, 63, 64, 65, 600, 1000, 1024])
+def test_chunk_plan_covers_the_stream_with_few_buffers(n):
     plan = E.chunk_plan(n)
-    assert n <= sum(plan) <= n + 6  # at most 6 masked padding steps
-    assert set(plan) <= set(E.CHUNK_SIZES)
-    assert plan == sorted(plan, reverse=True)
-    assert plan.count(512) == n // 512 and plan.count(64) == n % 512 // 64
-    assert plan.count(1) == (n % 8 == 1) and plan.count(8) == n % 64 // 8 + (n % 8 > 1)
+    assert sum(plan) == n and all(length > 0 for length in plan)
+    assert plan.count(512) == n // 512 and len(plan) == n // 512 + (n % 512 > 0)
+    buffers = {E.buffer_size(length) for length in plan}
+    assert buffers <= set(E.CHUNK_SIZES) and len(buffers) <= 2
+    for length in plan:  # the smallest buffer that holds the steps
+        size = E.buffer_size(length)
+        assert size >= length and all(s < length for s in E.CHUNK_SIZES if s < size)
+
+
+def test_a_short_run_in_a_long_buffer_equals_the_exact_run():
+    """``length`` < T runs exactly the first steps: the same belief and outputs as a
+    buffer of that many steps, and the steps beyond it are not run."""
+    with jax.enable_x64(True):
+        cfg, state, mean0, hyper, x, y, w = _problem(hessian="mc_ef", n=8)
+        key = jax.random.PRNGKey(5)
+        xs, ys, ws = x[:, None], y[:, None], w[:, None]
+        exact = E.run_stream(cfg, state, mean0, hyper, xs[:5], ys[:5], ws[:5], 2, key)
+        short = E.run_stream(cfg, state, mean0, hyper, xs, ys, ws, 2, key, 5)
+        assert _leaves_equal(exact[0], short[0])
+        for a, b in zip(exact[1:], short[1:]):
+            np.testing.assert_array_equal(np.asarray(b)[:5], np.asarray(a))
+        np.testing.assert_array_equal(np.asarray(short[1])[5:], 0.0)
+        assert bool(np.all(np.asarray(short[3])[5:]))
 
 
 def test_chunking_reproduces_the_keys_and_the_result():

@@ -23,7 +23,7 @@ from .predictive import (
     sample_outputs,
 )
 from .rules import RULES, update
-from .stream import CHUNK_SIZES, chunk_plan, run_stream, stream, stream_step
+from .stream import CHUNK_SIZES, buffer_size, chunk_plan, run_stream, stream, stream_step
 from .types import (
     FAMILY_NAMES,
     HESSIAN_NAMES,
@@ -108,5 +108,6 @@ __all__ = [
     "stream_step",
     "CHUNK_SIZES",
     "chunk_plan",
+    "buffer_size",
     "update",
 ]

@@ -67,19 +67,17 @@ def dlr_cov_root(prec_diag, factor):
 
 # The natural DLR step works on the *rows* Wᵀ (k × P) of a low-rank factor: on CPU the
 # products Wᵀ W and Vᵀ Wᵀ are several times faster in this layout (long contiguous rows)
-# than W V on the tall P × k matrix, and both Gram matrices the step needs come from one
-# matrix product.
+# than W V on the tall P × k matrix.
 
 
 def dlr_grams(prec_diag, rows):
-    """``W̃ᵀ W̃`` and ``I + W̃ᵀ Υ⁻¹ W̃`` (k × k) from the rows ``W̃ᵀ`` (k × P), in one product.
+    """``W̃ᵀ W̃`` and ``I + W̃ᵀ Υ⁻¹ W̃`` (k × k) from the rows ``W̃ᵀ`` (k × P).
 
     Returns ``(gram, inner, scaled)`` with ``scaled = W̃ᵀ Υ⁻¹`` (k × P).
     """
-    k = rows.shape[0]
     scaled = rows / prec_diag
-    both = jnp.concatenate([rows, scaled]) @ rows.T
-    return both[:k], jnp.eye(k, dtype=rows.dtype) + both[k:], scaled
+    inner = jnp.eye(rows.shape[0], dtype=rows.dtype) + scaled @ rows.T
+    return rows @ rows.T, inner, scaled
 
 
 def dlr_solve(prec_diag, rows, scaled, inner, rhs):
@@ -88,9 +86,14 @@ def dlr_solve(prec_diag, rows, scaled, inner, rhs):
     ``x = Υ⁻¹ rhs − Υ⁻¹ W̃ (I + W̃ᵀ Υ⁻¹ W̃)⁻¹ W̃ᵀ Υ⁻¹ rhs``, with ``rows = W̃ᵀ``,
     ``scaled = W̃ᵀ Υ⁻¹`` and ``inner = I + W̃ᵀ Υ⁻¹ W̃`` from :func:`dlr_grams`.
     """
-    chol = jnp.linalg.cholesky(sym(inner))
-    base = rhs / prec_diag
-    return base - scaled.T @ cho_solve((chol, True), rows @ base)
+    inv = unit_chol_inverse(inner)  # (I + W̃ᵀΥ⁻¹W̃)⁻¹ = L⁻ᵀ L⁻¹
+
+    def solve(r):
+        base = r / prec_diag
+        return base - scaled.T @ (inv.T @ (inv @ (rows @ base)))
+
+    x = solve(rhs)
+    return x + solve(rhs - prec_diag * x - rows.T @ (rows @ x))  # one refinement step
 
 
 def project_rank(rows, gram, rank):

@@ -39,8 +39,8 @@ def stream_step(config, state, mean0, hyper, x, y, w, key):
 
 
 @partial(jax.jit, static_argnames=("config",))
-def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key):
-    """Stream T mini-batches through the learner in one compiled scan.
+def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None):
+    """Stream mini-batches through the learner in one compiled loop.
 
     Parameters
     ----------
@@ -59,6 +59,10 @@ def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key):
         so any chunking of a stream gives the same draws.
     key : PRNGKey
         Base key of the learner.
+    length : int, optional
+        Number of steps to run (traced: one program serves every ``length <= T``); the
+        steps from ``length`` on are not computed and report ``ok = True``, zero
+        log-likelihood and zero outputs. Default: all T steps.
 
     Returns
     -------
@@ -71,38 +75,41 @@ def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key):
     ok : array (T,) of bool
         False where an update was rejected as non-finite or invalid.
     """
+    n_steps = xs.shape[0]
+    dtype = state.mean.dtype
+    outputs = (jnp.zeros(ws.shape, dtype), jnp.zeros(ys.shape, dtype), jnp.ones(n_steps, bool))
 
-    def body(carry, inp):
-        x, y, w, t = inp
-        return stream_step(config, carry, mean0, hyper, x, y, w, jax.random.fold_in(key, t))
+    def body(t, carry):
+        belief, (log_lik, f, ok) = carry
+        step_key = jax.random.fold_in(key, step0 + t)
+        belief, (ll, ft, okt) = stream_step(
+            config, belief, mean0, hyper, xs[t], ys[t], ws[t], step_key
+        )
+        return belief, (log_lik.at[t].set(ll), f.at[t].set(ft), ok.at[t].set(okt))
 
-    steps = step0 + jnp.arange(xs.shape[0])
-    state, (log_lik, f, ok) = jax.lax.scan(body, state, (xs, ys, ws, steps))
+    stop = n_steps if length is None else jnp.minimum(length, n_steps)
+    state, (log_lik, f, ok) = jax.lax.fori_loop(0, stop, body, (state, outputs))
     return state, log_lik, f, ok
 
 
 CHUNK_SIZES = (512, 64, 8, 1)
-"""Scan lengths that are ever compiled. A stream of T steps runs as a greedy sum of
-512-, 64- and 8-step chunks; a remainder of 2–7 steps is padded with masked steps
-to one more 8-step chunk, and a single step runs alone (the latency of one-row
-``partial_fit``). So at most ``len(CHUNK_SIZES)`` programs exist per configuration
-and input width, whatever the stream length or batch sizes."""
+"""Step buffers that are ever compiled. A stream of T steps runs in calls of 512 steps
+and one call for the remaining ``T mod 512`` steps, which uses the smallest buffer that
+holds them (the program's step count is a traced argument, so a buffer serves every
+shorter length). So at most ``len(CHUNK_SIZES)`` programs exist per configuration and
+input width whatever the stream length or batch sizes, a cold ``fit`` compiles one, and
+a single step (the latency of one-row ``partial_fit``) runs in a buffer of its own."""
 
 
 def chunk_plan(n_steps):
-    """Scan lengths (from :data:`CHUNK_SIZES`, largest first) covering ``n_steps``.
+    """Step counts of the calls that cover ``n_steps``: 512 each, then the remainder."""
+    full, rest = divmod(n_steps, CHUNK_SIZES[0])
+    return [CHUNK_SIZES[0]] * full + ([rest] if rest else [])
 
-    Their sum may exceed ``n_steps`` by up to 6 masked padding steps.
-    """
-    plan = []
-    for size in CHUNK_SIZES[:-1]:
-        count, n_steps = divmod(n_steps, size)
-        plan.extend([size] * count)
-    if n_steps == 1:
-        plan.append(1)
-    elif n_steps > 1:
-        plan.append(CHUNK_SIZES[-2])
-    return plan
+
+def buffer_size(length):
+    """The smallest compiled step buffer (:data:`CHUNK_SIZES`) that holds ``length`` steps."""
+    return min(size for size in CHUNK_SIZES if size >= length)
 
 
 def to_steps(x, y, w, batch_size):
@@ -137,28 +144,31 @@ def stream(config, state, mean0, hyper, x, y, w, batch_size, step0, key, callbac
     n = x.shape[0]
     xs, ys, ws = to_steps(x, y, w, batch_size)
     n_steps = xs.shape[0]
-    plan = chunk_plan(n_steps)
-    extra = sum(plan) - n_steps
-    if extra:  # masked steps: zero weight, the belief is left untouched
-        xs, ys, ws = (
-            np.concatenate([a, np.zeros((extra,) + a.shape[1:], a.dtype)]) for a in (xs, ys, ws)
-        )
     # A belief given as host (numpy) arrays stays on the host between chunks, so that every
     # chunk call passes the same argument types and hits the same cached program.
     on_host = all(isinstance(a, np.ndarray) for a in jax.tree_util.tree_leaves(state))
     parts, start = [], 0
-    for size in plan:
-        sl = slice(start, start + size)
+    for length in chunk_plan(n_steps):
+        pad = buffer_size(length) - length  # zero-weight steps the program does not run
+        chunk = [
+            np.concatenate([a[start : start + length], np.zeros((pad,) + a.shape[1:], a.dtype)])
+            if pad
+            else a[start : start + length]
+            for a in (xs, ys, ws)
+        ]
         state, log_lik, f, ok = run_stream(
-            config, state, mean0, hyper, xs[sl], ys[sl], ws[sl], step0 + start, key
+            config, state, mean0, hyper, *chunk, step0 + start, key, length
         )
         if on_host:
             state = jax.tree_util.tree_map(np.asarray, state)
-        parts.append((log_lik, f, ok))
-        start += size
+        parts.append(tuple(np.asarray(a)[:length] for a in (log_lik, f, ok)))
+        start += length
         if callback is not None:
-            callback(min(start, n_steps), n_steps)
-    log_lik = np.concatenate([np.asarray(p[0]) for p in parts]).reshape(-1)[:n]
-    f = np.concatenate([np.asarray(p[1]) for p in parts]).reshape(sum(plan) * batch_size, -1)[:n]
-    ok = np.concatenate([np.asarray(p[2]) for p in parts])[:n_steps]
+            callback(start, n_steps)
+    if not parts:
+        c = y.shape[1] if y.ndim == 2 else 1
+        return state, np.zeros(0, x.dtype), np.zeros((0, c), x.dtype), np.ones(0, bool)
+    log_lik = np.concatenate([p[0] for p in parts]).reshape(-1)[:n]
+    f = np.concatenate([p[1] for p in parts]).reshape(n_steps * batch_size, -1)[:n]
+    ok = np.concatenate([p[2] for p in parts])
     return state, log_lik, f, ok

@@ -45,11 +45,18 @@ class Family(NamedTuple):
     hess_kind: str | None
 
 
-def all_finite(*arrays):
-    """Whether every entry of every array is finite, as one float reduction per array.
+def finite_and_positive(finite=(), positive=()):
+    """Whether every entry of ``finite`` and ``positive`` is finite and every entry of
+    ``positive`` is > 0, as one float sum per array shape.
 
-    ``0 · x`` is ``0`` for finite x and NaN for ±inf or NaN, and a sum of zeros cannot
-    overflow, so ``isfinite(Σ 0 · x)`` is exactly ``all(isfinite(x))``; it compiles to
-    a plain vectorised sum instead of a boolean reduction over a temporary mask.
+    ``0 · x`` is ``0`` for finite x and NaN for ±inf or NaN, a sum of zeros cannot
+    overflow, and an entry that must be positive contributes NaN unless it is; so
+    ``isfinite(Σ …)`` is exactly the conjunction of the elementwise checks. It compiles to
+    a few plain vectorised sums instead of boolean reductions over temporary masks.
     """
-    return jnp.isfinite(sum(jnp.sum(a * 0) for a in arrays))
+    zeros = {}
+    for a in finite:
+        zeros[a.shape] = zeros.get(a.shape, 0) + a * 0
+    for a in positive:
+        zeros[a.shape] = zeros.get(a.shape, 0) + jnp.where(a > 0, a * 0, jnp.nan)
+    return jnp.isfinite(sum(jnp.sum(z) for z in zeros.values()))

@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from ..linalg import dlr_cov_root, dlr_grams, dlr_solve, project_rank, unit_chol_inverse
-from .base import Family, all_finite
+from .base import Family, finite_and_positive
 
 
 class DLRState(NamedTuple):
@@ -171,7 +171,7 @@ def output_cov(state, jac):
 
 def is_valid(state):
     """Finite state with a positive diagonal precision."""
-    return all_finite(state.mean, state.prec_diag, state.prec_lr) & jnp.all(state.prec_diag > 0)
+    return finite_and_positive((state.mean, state.prec_lr), positive=(state.prec_diag,))
 
 
 DLR = Family(

@@ -32,7 +32,7 @@ ALGEBRA = gs.Algebra(
     add_precision_factor=woodbury_lowrank_downdate,
     sym_outer=lambda a, b: jnp.outer(a, b) + jnp.outer(b, a),
     add_isotropic=lambda a, c: a + c * jnp.eye(a.shape[0], dtype=a.dtype),
-    diagonal=jnp.diag,
+    diagonal=lambda a: a.reshape(-1)[:: a.shape[0] + 1],  # a strided slice, cheaper than a gather
 )
 
 

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 
 from ..types import Curv
-from .base import Family, all_finite
+from .base import Family, finite_and_positive
 
 
 class MeanCov(NamedTuple):
@@ -156,6 +156,6 @@ def _is_valid(alg):
     """Finite mean and covariance with a positive diagonal."""
 
     def _valid(state):
-        return all_finite(state.mean, state.cov) & jnp.all(alg.diagonal(state.cov) > 0)
+        return finite_and_positive((state.mean, state.cov), positive=(alg.diagonal(state.cov),))
 
     return _valid
