@@ -11,6 +11,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .families import FAMILIES, DLRState, MeanCov
 from .likelihoods import LIKELIHOODS
@@ -73,9 +74,16 @@ def marginal_var(config, state):
     return FAMILIES[config.family].marginal_var(state)
 
 
-@jax.jit
 def make_key(seed, purpose):
-    """``fold_in(PRNGKey(seed), purpose)`` as one compiled program."""
+    """A PRNG key for stream ``purpose`` (a small int) of the learner seeded with ``seed``.
+
+    With JAX's default threefry implementation a key is any pair of 32-bit words, and
+    threefry hashes it, so the raw key ``(purpose, seed)`` is built on the host: distinct
+    for every (seed, purpose) pair, and no program to compile on a cold first fit.
+    Other implementations get ``fold_in(PRNGKey(seed), purpose)``.
+    """
+    if jax.config.jax_default_prng_impl == "threefry2x32":
+        return np.array([purpose, seed], dtype=np.uint32)
     return jax.random.fold_in(jax.random.PRNGKey(seed), purpose)
 
 

@@ -92,13 +92,15 @@ def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None)
     return state, log_lik, f, ok
 
 
-CHUNK_SIZES = (512, 64, 8, 1)
+CHUNK_SIZES = (512, 64, 8)
 """Step buffers that are ever compiled. A stream of T steps runs in calls of 512 steps
 and one call for the remaining ``T mod 512`` steps, which uses the smallest buffer that
 holds them (the program's step count is a traced argument, so a buffer serves every
-shorter length). So at most ``len(CHUNK_SIZES)`` programs exist per configuration and
-input width whatever the stream length or batch sizes, a cold ``fit`` compiles one, and
-a single step (the latency of one-row ``partial_fit``) runs in a buffer of its own."""
+shorter length, a single step included). So at most ``len(CHUNK_SIZES)`` programs exist
+per configuration and input width whatever the stream length or batch sizes, and a cold
+``fit`` compiles one. (A one-step buffer would let XLA specialise the loop away and
+contract the arithmetic differently, so that chunked and whole streams could differ in
+the last bit.)"""
 
 
 def chunk_plan(n_steps):
