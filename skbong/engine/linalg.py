@@ -13,15 +13,59 @@ def sym(a):
     return 0.5 * (a + a.T)
 
 
+TRIANGULAR_BLOCK = 16
+"""Largest triangle handed to LAPACK's triangular solve (``trsm``), and"""
+CHOLESKY_BLOCK = 128
+"""largest matrix handed to LAPACK's Cholesky (``potrf``). From n = 32 (trsm) and
+n ≈ 256 (potrf) on, the OpenBLAS behind XLA's CPU LAPACK calls runs them on its own
+threads; on a machine whose cores are already busy (a 2-core CI runner, parallel test
+workers, ``n_jobs``) those threads wait on each other and one 32 × 32 solve took 15 ms
+instead of 20 µs, one 256 × 256 Cholesky 190 ms. Larger problems are split into
+blocks, with matrix products (XLA's own kernels) doing the rest of the work."""
+
+
+def cholesky(a):
+    """Lower Cholesky factor of a symmetric positive-definite ``a``, by 2 × 2 blocks:
+
+    ``L = [[L_A, 0], [C L_A⁻ᵀ, chol(D − C A⁻¹ Cᵀ)]]`` for ``a = [[A, Cᵀ], [C, D]]``,
+
+    recursing until a block has at most :data:`CHOLESKY_BLOCK` rows (the right-looking
+    blocked Cholesky of LAPACK). A non-positive-definite input gives NaN, as LAPACK's.
+    """
+    n = a.shape[0]
+    if n <= CHOLESKY_BLOCK:
+        return jnp.linalg.cholesky(a)
+    h = n // 2
+    chol_a = cholesky(a[:h, :h])
+    below = a[h:, :h] @ tril_inverse(chol_a).T  # C L_A⁻ᵀ
+    chol_d = cholesky(a[h:, h:] - below @ below.T)
+    top = jnp.concatenate([chol_a, jnp.zeros((h, n - h), a.dtype)], axis=1)
+    return jnp.concatenate([top, jnp.concatenate([below, chol_d], axis=1)], axis=0)
+
+
+def tril_inverse(chol):
+    """``L⁻¹`` of a lower-triangular ``L`` (n × n), by 2 × 2 blocks:
+
+    ``[[A, 0], [C, D]]⁻¹ = [[A⁻¹, 0], [−D⁻¹ C A⁻¹, D⁻¹]]``,
+
+    recursing until a block has at most :data:`TRIANGULAR_BLOCK` rows (LAPACK's
+    ``trtri`` uses the same splitting). Only matrix products and small solves.
+    """
+    n = chol.shape[0]
+    if n <= TRIANGULAR_BLOCK:
+        return solve_triangular(chol, jnp.eye(n, dtype=chol.dtype), lower=True)
+    h = n // 2
+    inv_a = tril_inverse(chol[:h, :h])
+    inv_d = tril_inverse(chol[h:, h:])
+    lower_left = -inv_d @ (chol[h:, :h] @ inv_a)
+    top = jnp.concatenate([inv_a, jnp.zeros((h, n - h), chol.dtype)], axis=1)
+    return jnp.concatenate([top, jnp.concatenate([lower_left, inv_d], axis=1)], axis=0)
+
+
 def spd_inverse(a):
     """Inverse of a symmetric positive-definite matrix through its Cholesky factor:
-    ``A⁻¹ = L⁻ᵀ L⁻¹`` with ``L⁻¹`` from one triangular solve against the identity.
-
-    (``cho_solve`` with an identity right-hand side, two triangular solves, runs into a
-    slow path of XLA's CPU triangular solve that costs 100× more at P = 300.)
-    """
-    chol = jnp.linalg.cholesky(sym(a))
-    inv_chol = solve_triangular(chol, jnp.eye(a.shape[0], dtype=a.dtype), lower=True)
+    ``A⁻¹ = L⁻ᵀ L⁻¹`` (:func:`tril_inverse`)."""
+    inv_chol = tril_inverse(cholesky(sym(a)))
     return sym(inv_chol.T @ inv_chol)
 
 
@@ -33,8 +77,7 @@ def unit_chol_inverse(inner):
     product. Since ``inner ⪰ I``, every singular value of L is ≥ 1 and ‖L⁻¹‖ ≤ 1, so
     the explicit inverse loses nothing in accuracy.
     """
-    chol = jnp.linalg.cholesky(sym(inner))
-    return solve_triangular(chol, jnp.eye(inner.shape[0], dtype=inner.dtype), lower=True)
+    return tril_inverse(cholesky(sym(inner)))
 
 
 def woodbury_lowrank_downdate(cov, factor, vec):

@@ -7,7 +7,7 @@ RVGA), ``full_moment`` moment-parameter steps (appendix E.1 and E.2).
 import jax
 import jax.numpy as jnp
 
-from ..linalg import spd_inverse, sym, woodbury_lowrank_downdate
+from ..linalg import cholesky, spd_inverse, sym, woodbury_lowrank_downdate
 from . import gaussian as gs
 
 
@@ -38,7 +38,7 @@ ALGEBRA = gs.Algebra(
 
 def sample(state, key, n):
     """θ = μ + L ε with Σ = L Lᵀ."""
-    chol = jnp.linalg.cholesky(sym(state.cov))
+    chol = cholesky(sym(state.cov))
     eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
     return state.mean + eps @ chol.T
 
