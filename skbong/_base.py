@@ -72,6 +72,82 @@ def _physical_memory():
 
 _PARAM_NAMES = {}
 
+# ----------------------------------------------------------------- the fork guard
+# JAX starts a multithreaded runtime (XLA's thread pools) the first time it computes. A
+# child created by os.fork() after that inherits the runtime's locks but not its
+# threads, and its first JAX computation deadlocks (joblib's "multiprocessing" backend,
+# multiprocessing's "fork" start method). A fork handler records in the child that the
+# parent had started JAX; every entry point that would reach JAX then raises instead.
+
+_FORKED_AFTER_JAX = False
+"""True in a process forked after JAX had started in its parent."""
+
+_ENGINE_USED = False
+"""True once skbong has called JAX in this process (a fallback record for the check)."""
+
+FORK_MESSAGE = (
+    "skbong cannot compute in this process: it was created by os.fork() after JAX had "
+    "started in the parent process (joblib's 'multiprocessing' backend, multiprocessing's "
+    "'fork' start method, or a bare os.fork). JAX is multithreaded and deadlocks in such a "
+    "child, so this call fails instead of hanging. Use joblib's default 'loky' backend, "
+    "multiprocessing.get_context('spawn') or 'forkserver', or threads; or fork before the "
+    "parent first uses JAX."
+)
+
+
+def _jax_started():
+    """Whether this process has started a JAX backend.
+
+    Reads JAX's backend registry without taking its lock (this runs in a freshly forked
+    child, where a lock held by another parent thread would never be released); falls
+    back to skbong's own record if that private name ever moves.
+    """
+    try:
+        from jax._src import xla_bridge
+
+        started = bool(xla_bridge._backends)
+    except (ImportError, AttributeError):  # pragma: no cover - JAX internals moved
+        started = False
+    return started or _ENGINE_USED
+
+
+def _after_fork_in_child():
+    global _FORKED_AFTER_JAX
+    if _jax_started():
+        _FORKED_AFTER_JAX = True
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _check_not_forked():
+    """Raise RuntimeError in a child forked after JAX started (see :data:`FORK_MESSAGE`)."""
+    global _ENGINE_USED
+    if _FORKED_AFTER_JAX:
+        raise RuntimeError(FORK_MESSAGE)
+    _ENGINE_USED = True
+
+
+# ------------------------------------------------------- positive definiteness
+_DENSE_FAMILIES = ("full", "full_moment")
+"""Families whose validity check (finite, positive diagonal) does not imply a positive
+definite covariance. The others are positive definite by construction of their checks:
+``diag`` / ``diag_moment`` hold the variances themselves, all checked > 0, and ``dlr``
+holds the precision Υ + W Wᵀ with Υ checked > 0 and W finite, a positive diagonal plus
+a positive semi-definite matrix."""
+
+
+def _is_spd(cov):
+    """Whether the symmetric part of a dense covariance has a Cholesky factor in its own
+    dtype (LAPACK ``potrf``): positive definite to working precision, the property the
+    samplers of the MC rules and predictives rely on. O(P³), once per call."""
+    try:
+        np.linalg.cholesky(0.5 * (cov + cov.T))
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
 
 class BongBase(BaseEstimator):
     """Parameters, validation and streaming shared by the BONG estimators."""
@@ -303,42 +379,123 @@ class BongBase(BaseEstimator):
         return config
 
     def _learn(self, config, X, Y, sample_weight, obs_var):
-        """Stream rows into the belief; commit only if every update was valid."""
+        """Stream rows into the belief; commit only if every update was valid.
+
+        The compiled stream keeps the previous belief, and flags the step, wherever an
+        update gives a non-finite state or one that fails the family's ``is_valid``. For
+        the dense families a positive diagonal does not make Σ positive definite, and a
+        Cholesky factorisation on every step would add O(P³) work to the O(P² C) Woodbury
+        step; so Σ is checked once, after the call's stream (:func:`_is_spd`). Only if
+        that check fails is the call replayed from the belief before it
+        (:meth:`_replay`), to reject the steps that lose positive definiteness.
+        """
         dt = self._jax_dtype()
-        w = np.ones(X.shape[0], dt) if sample_weight is None else np.asarray(sample_weight, dt)
-        bar = self._progress(X.shape[0])
-        with self._x64():
-            state, _, _, ok = engine.stream(
-                config,
-                self._state_to_jax(),
-                self._prior_mean,
-                self._hyper(obs_var),
-                X.astype(dt, copy=False),
-                Y.astype(dt, copy=False),
-                w,
-                int(self.batch_size),
-                self._n_steps,
-                self._key(1),
-                callback=bar,
-            )
-            new_state = tuple(np.asarray(a) for a in state)
-        bad = np.flatnonzero(~ok)
         size, n_rows = int(self.batch_size), X.shape[0]
+        w = np.ones(n_rows, dt) if sample_weight is None else np.asarray(sample_weight, dt)
+        X, Y = X.astype(dt, copy=False), Y.astype(dt, copy=False)
+        hyper = self._hyper(obs_var)
+        new_state, ok = self._run(
+            config, self._state, hyper, X, Y, w, self._n_steps, self._progress(n_rows)
+        )
+        not_pd = np.zeros_like(ok)
+        if self.family in _DENSE_FAMILIES and not _is_spd(new_state[1]):
+            new_state, ok, not_pd = self._replay(config, hyper, X, Y, w)
+        bad = np.flatnonzero(~ok)
         if bad.size and self.on_error == "raise":
             first = int(bad[0]) * size
             last = min(first + size, n_rows) - 1  # the last step may be padded
             rows = f"row {first}" if first == last else f"rows {first}..{last}"
-            raise NonFiniteUpdateError(
-                f"the update for {rows} of this batch gave a non-finite or invalid posterior "
-                f"(family={self.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); nothing "
-                "from this call was applied. Check the inputs for extreme values, lower "
-                "prior_variance or learning_rate, or pass on_error='skip'"
+            what = (
+                f"a covariance that is not positive definite (its Cholesky factorisation "
+                f"fails in {self.dtype})"
+                if not_pd[bad[0]]
+                else "a non-finite or invalid posterior"
             )
+            raise NonFiniteUpdateError(
+                f"the update for {rows} of this batch gave {what} (family={self.family!r}, "
+                f"rule={self.rule!r}, hessian={self.hessian!r}); nothing from this call was "
+                "applied. Check the inputs for extreme values, lower prior_variance or "
+                "learning_rate, or pass on_error='skip'"
+            )
+        # commit: nothing above changed the estimator
         self._state = new_state
-        self._n_steps += -(-X.shape[0] // int(self.batch_size))
+        self._n_steps += -(-n_rows // size)
         self.n_skipped_ += int(np.minimum(size, n_rows - bad * size).sum())  # real rows only
-        self.n_observations_ += int(X.shape[0])
+        self.n_observations_ += int(n_rows)
         self._publish(config)
+
+    def _run(self, config, state, hyper, X, Y, w, step0, callback=None):
+        """Stream rows from the belief ``state`` (a tuple of numpy arrays) through the
+        compiled engine; return the new belief (numpy) and the per-step ``ok`` flags."""
+        cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
+        with self._x64():
+            new, _, _, ok = engine.stream(
+                config,
+                cls(*state),
+                self._prior_mean,
+                hyper,
+                X,
+                Y,
+                w,
+                int(self.batch_size),
+                step0,
+                self._key(1),
+                callback=callback,
+            )
+            return tuple(np.asarray(a) for a in new), ok
+
+    def _replay(self, config, hyper, X, Y, w):
+        """Slow path of a dense family whose call ended with Σ not positive definite.
+
+        Replays the call from the belief before it, chunk by chunk as the stream ran
+        (same programs, same keys, so the same states), checking Σ after each chunk; a
+        chunk that ends indefinite is replayed one step at a time and each step that
+        leaves Σ indefinite is rejected like a non-finite one: the belief stays as before
+        that step. With ``on_error="raise"`` it stops at the first rejected step.
+
+        Returns
+        -------
+        state : tuple of ndarray
+            The belief after the accepted steps; Σ is positive definite.
+        ok : ndarray of bool (n_steps,)
+            False for rejected steps (non-finite, invalid or indefinite).
+        not_pd : ndarray of bool (n_steps,)
+            True for steps rejected because Σ lost positive definiteness.
+        """
+        size, n_rows = int(self.batch_size), X.shape[0]
+        n_steps = -(-n_rows // size)
+        ok, not_pd = np.ones(n_steps, bool), np.zeros(n_steps, bool)
+        stop = self.on_error == "raise"
+        state, start = self._state, 0
+
+        def run(state, first, end):  # steps first..end-1 from ``state``
+            rows = slice(first * size, min(end * size, n_rows))
+            return self._run(
+                config, state, hyper, X[rows], Y[rows], w[rows], self._n_steps + first
+            )
+
+        for length in engine.chunk_plan(n_steps):
+            end = min(start + length, n_steps)
+            if start >= end:
+                break
+            new, ok_chunk = run(state, start, end)
+            if _is_spd(new[1]):
+                state, ok[start:end] = new, ok_chunk
+            else:
+                for t in range(start, end):
+                    new, ok_step = run(state, t, t + 1)
+                    if not ok_step[0]:
+                        ok[t] = False
+                    elif not _is_spd(new[1]):
+                        ok[t], not_pd[t] = False, True
+                    else:
+                        state = new
+                    if stop and not ok[t]:
+                        return state, ok, not_pd
+            if stop and not ok.all():
+                return state, ok, not_pd
+            start = end
+        return state, ok, not_pd
 
     def _progress(self, n_rows):
         if not self.verbose:
@@ -377,6 +534,7 @@ class BongBase(BaseEstimator):
         """
         check_is_fitted(self, "_state")
         if getattr(self, "_posterior_var", None) is None:
+            _check_not_forked()
             with self._x64():
                 var = engine.marginal_var(self._fitted_config, self._state_to_jax())
                 self._posterior_var = np.asarray(var)
@@ -384,11 +542,15 @@ class BongBase(BaseEstimator):
 
     # ------------------------------------------------------------- fit paths
     def _fit_rows(self, X, y, sample_weight, reset, **encode_kw):
+        _check_not_forked()
         first = reset or not hasattr(self, "_state")
-        # A call that starts afresh rewrites the input checks (n_features_in_,
-        # feature_names_in_), the target encoding (classes_, obs_variance_, ...) and the
-        # belief: keep everything until the whole call has succeeded.
-        backup = self.__dict__.copy() if first else None
+        # Every call is atomic. One that starts afresh rewrites the input checks
+        # (n_features_in_, feature_names_in_), the target encoding (classes_,
+        # obs_variance_, ...) and the belief; one that continues commits the belief and
+        # its counters together at the end of _learn. A shallow copy of the attributes
+        # (about a microsecond) restores all of it on any exception, KeyboardInterrupt
+        # included; the fitted arrays are never modified in place, only replaced.
+        backup = self.__dict__.copy()
         try:
             hidden = self._check_params()
             if first or not self._is_plain_batch(X, y):
@@ -415,9 +577,8 @@ class BongBase(BaseEstimator):
                 config = self._config(hidden)
             self._learn(config, X, Y, sample_weight, obs_var)
         except BaseException:
-            if backup is not None:
-                self.__dict__.clear()
-                self.__dict__.update(backup)
+            self.__dict__.clear()
+            self.__dict__.update(backup)
             raise
         return self
 
@@ -445,6 +606,7 @@ class BongBase(BaseEstimator):
     def _predict_rows(self, X, fn, **kw):
         """Apply a jitted engine predictive to X in fixed-size row blocks."""
         check_is_fitted(self, "_state")
+        _check_not_forked()
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         X = X.astype(self._jax_dtype(), copy=False)
         config = self._config()

@@ -4,7 +4,11 @@
 class NonFiniteUpdateError(ValueError, FloatingPointError):
     """An update would have produced a non-finite or invalid posterior.
 
-    Raised by ``fit`` / ``partial_fit`` with ``on_error="raise"``; the estimator's
-    posterior is left exactly as it was before the call. It is a ``ValueError``
-    (bad input is the usual cause) and a ``FloatingPointError``.
+    Invalid means a non-positive variance or precision, or, for the full-covariance
+    families, a covariance that is not positive definite (its Cholesky factorisation fails
+    in the working dtype). Raised by ``fit`` / ``partial_fit`` with ``on_error="raise"``;
+    the message names the first offending row of the call, and the estimator (posterior,
+    counters, every fitted attribute) is left exactly as it was before the call. With
+    ``on_error="skip"`` such rows are skipped instead and counted in ``n_skipped_``. It
+    is a ``ValueError`` (bad input is the usual cause) and a ``FloatingPointError``.
     """
