@@ -345,12 +345,14 @@ def test_partial_last_batch_names_and_counts_real_rows():
 
 
 def test_moment_bog_divergence():
-    """bog on full_moment subtracts (α/2) x xᵀ / r from Σ each row: its diagonal soon
-    turns negative, an invalid posterior that must be refused."""
+    """bog on full_moment subtracts (α/2) x xᵀ / r from Σ each row: Σ soon stops being
+    positive definite, an invalid posterior that must be refused. (α = 0.1 keeps the first
+    rows valid: the first step is PD iff (α/2)|x₀|²/r < 1, and |x₀|² ≈ 4 here.)"""
     rng = np.random.default_rng(0)
     Xl = 3.0 * rng.normal(size=(64, D))
     yl = Xl @ [1.0, -1.0, 2.0]
-    params = dict(family="full_moment", rule="bog", learning_rate=0.5, dtype="float64")
+    params = dict(family="full_moment", rule="bog", learning_rate=0.1, dtype="float64")
+    assert 0.5 * 0.1 * np.sum(Xl[0] ** 2) < 1.0
     with pytest.raises(NonFiniteUpdateError, match=r"row (\d+)") as info:
         BongRegressor(**params).fit(Xl, yl)
     row = int(re.search(r"row (\d+)", str(info.value)).group(1))
