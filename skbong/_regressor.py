@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import engine
-from ._base import BongBase
+from ._base import BongBase, _check_not_forked
 
 
 class BongRegressor(RegressorMixin, BongBase):
@@ -316,6 +316,7 @@ class BongRegressor(RegressorMixin, BongBase):
             Draws; one parameter sample is shared by all rows of a draw.
         """
         check_is_fitted(self, "_state")
+        _check_not_forked()
         if not isinstance(n_samples, int | np.integer) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
         rng = check_random_state(random_state)
