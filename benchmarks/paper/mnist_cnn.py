@@ -1,0 +1,540 @@
+"""MNIST with the BONG paper's CNN (Figs. 1–3 and 5–6 of Jones, Chang & Murphy, 2024).
+
+The CNN of the paper: two 5×5 convolutions with 16 features (ReLU, 2×2 average pooling
+after each), a dense layer of 64 ReLU units and a dense layer of 10 logits; P = 57,722.
+It is given to ``BongClassifier`` as a user JAX model (``model=(cnn_init, cnn_apply)``,
+module-level functions below). The first ``--n-train`` (2,000) training images, in a
+seeded random order, are streamed once, one image per update, through
+``partial_fit``; at T = 250, 500, 1000, 2000 the test set is scored:
+
+* plugin NLPD and misclassification (``predict_log_proba`` with ``predictive="plugin"``)
+  on the first ``--n-test`` test images (default: all 10,000);
+* linearised-MC ("Lin-MC") NLPD and misclassification on the first ``--n-test-linmc``
+  test images (default 1,000) with S = 100 samples. The estimator's own
+  ``predictive="linmc"`` pushes S parameter samples through a JVP of the network for
+  every image (≈ 2S forward passes per image); here the same predictive distribution,
+  N(f(x, μ), J Σ Jᵀ) over the logits (θ ~ q, f = f(x, μ) + J(θ − μ) is exactly that
+  Gaussian), is sampled in the 10-dimensional output space from the per-image Jacobian
+  (10 backward passes) and the fitted belief. That is the one place the engine is used
+  directly (``skbong.engine.curvature.output_jacobians`` and the family's ``output_cov``)
+  and the private ``_state`` of the fitted estimator read; the reason is cost only (about
+  7× fewer network passes at S = 100). Draws are independent per image instead of shared
+  across images, which leaves each image's predictive unchanged.
+
+Runtime is the wall time of the ``partial_fit`` calls only (scoring excluded), and the
+first call, which includes compilation, is reported separately.
+
+Why ``partial_fit`` one row at a time rather than ``fit``: ``fit`` runs the stream as a
+``lax.scan``, and on XLA:CPU (jax 0.10) the CNN's convolutions inside the scan's loop run
+4–8× slower than the same step outside a loop; a one-row ``partial_fit`` compiles a
+single step without a loop. The updates are identical either way.
+
+Hyperparameters: the paper tunes σ₀² (and the learning rate of BOG/BLR/BBB) by Bayesian
+optimisation on a validation set and does not list the values; here a small grid is
+searched on a short stream (``--tune-steps`` images, default 250) scored by the plugin
+NLPD on 1,000 held-out training images (indices 50,000–50,999), with the cheap LIN-EF
+estimator, and the chosen values are used for every estimator of that rule and family.
+MC-EF uses M = ``--mc-samples`` samples (paper: 100) and BLR/BBB ``--n-iter`` inner
+steps (the paper's code default: 10).
+
+Configurations (``--configs``; names are ``rule-family-hessian``): the 12 of Fig. 1
+(bong/bog/blr/bbb × lin_hess/lin_ef/mc_ef with dlr-10) and the 9 more of Fig. 2 (bong ×
+diag/diag_mom/dlr1 × the three estimators). ``--configs headline`` runs a subset that
+tests each conclusion of the paper; ``all`` runs all 21. Results are appended to the JSON
+after every run; ``--resume`` skips runs already there.
+
+Run (hours on 2 CPU cores): ``python benchmarks/paper/mnist_cnn.py --configs headline
+--seeds 1``; a smoke test: ``--quick``.
+"""
+
+import json
+import time
+from functools import partial
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _shared import (
+    RESULTS,
+    check_data,
+    header,
+    machine,
+    mean_se,
+    parser,
+    pm,
+    pyplot,
+    table,
+    write_json,
+)
+
+from skbong import BongClassifier, engine
+from skbong.engine.curvature import output_jacobians
+from skbong.engine.families import FAMILIES
+
+
+# ------------------------------------------------------------------ the model
+def _conv(x, kernel, bias):
+    out = jax.lax.conv_general_dilated(
+        x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+    return out + bias
+
+
+def _avg_pool(x):
+    n, h, w, c = x.shape
+    return x.reshape(n, h // 2, 2, w // 2, 2, c).mean(axis=(2, 4))
+
+
+def cnn_init(key, n_features, n_outputs):
+    """Parameters of the paper's CNN: LeCun-normal weights, zero biases."""
+    if n_features != 784:
+        raise ValueError(f"the MNIST CNN needs 784 inputs (28×28), got {n_features}")
+    keys = jax.random.split(key, 4)
+
+    def lecun(k, shape, fan_in):
+        return jax.random.normal(k, shape) / np.sqrt(fan_in)
+
+    return {
+        "conv1": (lecun(keys[0], (5, 5, 1, 16), 25), jnp.zeros(16)),
+        "conv2": (lecun(keys[1], (5, 5, 16, 16), 400), jnp.zeros(16)),
+        "dense1": (lecun(keys[2], (7 * 7 * 16, 64), 784), jnp.zeros(64)),
+        "dense2": (lecun(keys[3], (64, n_outputs), 64), jnp.zeros(n_outputs)),
+    }
+
+
+def cnn_apply(params, x):
+    """Logits (n, 10) of flattened 28×28 images (n, 784)."""
+    h = x.reshape(x.shape[0], 28, 28, 1)
+    h = _avg_pool(jax.nn.relu(_conv(h, *params["conv1"])))
+    h = _avg_pool(jax.nn.relu(_conv(h, *params["conv2"])))
+    h = jax.nn.relu(h.reshape(h.shape[0], -1) @ params["dense1"][0] + params["dense1"][1])
+    return h @ params["dense2"][0] + params["dense2"][1]
+
+
+MODEL = engine.UserModel(cnn_init, cnn_apply, 784, 10)
+
+# ---------------------------------------------------------- configurations
+FAMILY_SPECS = {
+    "dlr10": dict(family="dlr", rank=10),
+    "dlr1": dict(family="dlr", rank=1),
+    "diag": dict(family="diag"),
+    "diag_mom": dict(family="diag_moment"),
+}
+
+
+def config_spec(name):
+    rule, family, hessian = name.split("-")
+    return dict(rule=rule, hessian=hessian, **FAMILY_SPECS[family])
+
+
+FIG1 = [f"{r}-dlr10-{h}" for r in ("bong", "bog", "blr", "bbb")
+        for h in ("lin_hess", "lin_ef", "mc_ef")]
+FIG2 = [f"bong-{f}-{h}" for f in ("diag", "diag_mom", "dlr1")
+        for h in ("lin_hess", "lin_ef", "mc_ef")]
+HEADLINE = [
+    "bong-dlr10-lin_hess", "bong-dlr10-lin_ef", "bong-dlr10-mc_ef",  # linearisation; EF
+    "bog-dlr10-lin_hess", "bog-dlr10-lin_ef",  # NGD helps
+    "blr-dlr10-lin_ef", "bbb-dlr10-lin_ef",  # implicit regularisation; BBB
+    "bong-diag-lin_hess", "bong-diag_mom-lin_hess", "bong-dlr1-lin_hess",  # families
+]
+GROUPS = {"headline": HEADLINE, "fig1": FIG1, "fig2": FIG2, "all": FIG1 + FIG2}
+
+PRIOR_GRID = (0.003, 0.01, 0.03, 0.1)
+PRIOR_GRID_MC = (0.0001, 0.0003, 0.001, 0.003, 0.01)
+LR_GRID = {"bog": (0.001, 0.01, 0.1), "blr": (0.1, 0.5), "bbb": (0.001, 0.01, 0.1)}
+
+
+# -------------------------------------------------------------------- data
+def load(data_dir):
+    path = check_data(data_dir / "mnist" / "mnist.npz", "MNIST")
+    d = np.load(path)
+
+    def flat(x):
+        return (x.reshape(x.shape[0], -1) / 255.0).astype(np.float32)
+
+    return flat(d["x_train"]), d["y_train"].astype(np.int64), flat(d["x_test"]), d[
+        "y_test"
+    ].astype(np.int64)
+
+
+# -------------------------------------------------------------- estimators
+def make_estimator(name, prior_var, lr, args, seed):
+    return BongClassifier(
+        model=(cnn_init, cnn_apply),
+        prior_variance=prior_var,
+        learning_rate=lr,
+        n_iter=args.n_iter,
+        mc_samples=args.mc_samples,
+        on_error="skip",
+        random_state=seed,
+        **config_spec(name),
+    )
+
+
+def plugin_scores(est, X, y):
+    est.set_params(predictive="plugin")
+    logp = est.predict_log_proba(X)
+    return float(-np.mean(logp[np.arange(len(y)), y])), float(np.mean(logp.argmax(1) != y))
+
+
+@partial(jax.jit, static_argnames=("family", "n_samples"))
+def _linmc_block(family, state, x, y, key, n_samples):
+    config = engine.Config(MODEL, "categorical", family)
+    f, jac = output_jacobians(config, state.mean, x)  # (b, C), (b, C, P)
+    cov = FAMILIES[family].output_cov(state, jac)  # J Σ Jᵀ, (b, C, C)
+    vals, vecs = jnp.linalg.eigh(0.5 * (cov + jnp.swapaxes(cov, 1, 2)))
+    root = vecs * jnp.sqrt(jnp.clip(vals, 0.0))[:, None, :]
+    eps = jax.random.normal(key, (n_samples,) + f.shape, f.dtype)
+    logits = f[None] + jnp.einsum("bcd,sbd->sbc", root, eps)
+    logp = jax.nn.log_softmax(logits, axis=-1)
+    mix = jax.nn.logsumexp(logp, axis=0) - jnp.log(float(n_samples))  # (b, C)
+    return jnp.take_along_axis(mix, y[:, None], axis=1)[:, 0], jnp.argmax(mix, axis=1)
+
+
+def linmc_scores(est, X, y, n_samples, seed, block=100):
+    """Lin-MC NLPD and misclassification, sampled in output space (see module docstring)."""
+    cls = engine.DLRState if est.family == "dlr" else engine.MeanCov
+    state = cls(*(jnp.asarray(a) for a in est._state))
+    key = jax.random.PRNGKey(seed)
+    logp, pred = [], []
+    for start in range(0, len(y), block):
+        xb, yb = X[start : start + block], y[start : start + block]
+        n = len(yb)
+        if n < block:  # pad to one compiled shape
+            xb = np.concatenate([xb, np.zeros((block - n, xb.shape[1]), xb.dtype)])
+            yb = np.concatenate([yb, np.zeros(block - n, yb.dtype)])
+        lp, pr = _linmc_block(est.family, state, xb, yb, jax.random.fold_in(key, start),
+                              n_samples)
+        logp.append(np.asarray(lp)[:n])
+        pred.append(np.asarray(pr)[:n])
+    logp, pred = np.concatenate(logp), np.concatenate(pred)
+    return float(-np.mean(logp)), float(np.mean(pred != y))
+
+
+def stream(est, X, y, eval_at=(), evaluate=None, budget_s=None):
+    """partial_fit one row at a time; returns (times, evals, stopped_at)."""
+    times, evals = [], {}
+    for t in range(len(y)):
+        t0 = time.perf_counter()
+        est.partial_fit(X[t : t + 1], y[t : t + 1], classes=np.arange(10))
+        times.append(time.perf_counter() - t0)
+        if evaluate is not None and t + 1 in eval_at:
+            evals[t + 1] = evaluate(est, sum(times))
+        if budget_s is not None and sum(times) > budget_s:
+            return times, evals, t + 1
+    return times, evals, len(y)
+
+
+def tune(name, X, y, X_val, y_val, args, log):
+    """(σ₀², α) by the validation plugin NLPD after a short stream.
+
+    σ₀² is chosen per family with ``bong-<family>-lin_ef`` over PRIOR_GRID, except for
+    MC-EF, whose samples are drawn from the prior and so need their own σ₀²:
+    ``bong-<family>-mc_ef`` over PRIOR_GRID_MC. α is chosen per rule and family with
+    ``<rule>-<family>-lin_ef`` over LR_GRID[rule] at that σ₀² (half the images for the
+    ten-times costlier BLR / BBB).
+    """
+    rule, family, hessian = name.split("-")
+
+    def search(proxy, grid, steps):
+        key = f"{proxy}|{steps}|" + ",".join(f"{a:g}:{b:g}" for a, b in grid)
+        if key not in log:
+            scores = {}
+            for prior_var, lr in grid:
+                est = make_estimator(proxy, prior_var, lr, args, seed=0)
+                stream(est, X[:steps], y[:steps])
+                nll, _ = plugin_scores(est, X_val, y_val)
+                scores[(prior_var, lr)] = nll if np.isfinite(nll) else np.inf
+                print(f"     tune {proxy} ({steps} images): σ0²={prior_var:g} α={lr:g} → "
+                      f"val NLPD {nll:.4f}", flush=True)
+            best = min(scores, key=scores.get)
+            log[key] = {"proxy": proxy, "prior_variance": best[0], "learning_rate": best[1],
+                        "scores": {f"{a:g},{b:g}": v for (a, b), v in scores.items()}}
+        return log[key]
+
+    if hessian == "mc_ef":
+        prior = search(f"bong-{family}-mc_ef", [(v, 1.0) for v in PRIOR_GRID_MC],
+                       args.tune_steps)
+    else:
+        prior = search(f"bong-{family}-lin_ef", [(v, 1.0) for v in PRIOR_GRID],
+                       args.tune_steps)
+    if rule == "bong":
+        return {**prior, "learning_rate": 1.0}
+    steps = args.tune_steps if rule == "bog" else max(args.tune_steps // 2, 1)
+    return search(f"{rule}-{family}-lin_ef",
+                  [(prior["prior_variance"], lr) for lr in LR_GRID[rule]], steps)
+
+
+def costly(name, args):
+    """MC-EF and the iterated rules run on a shorter stream (``--n-train-costly``)."""
+    rule, _, hessian = name.split("-")
+    return hessian == "mc_ef" or rule in ("blr", "bbb")
+
+
+# ---------------------------------------------------------------------- main
+def main():
+    p = parser(__doc__.splitlines()[0], seeds=1)
+    p.add_argument("--configs", nargs="+", default=["headline"],
+                   help="names rule-family-hessian, or groups: " + ", ".join(GROUPS))
+    p.add_argument("--n-train", type=int, default=2000)
+    p.add_argument("--n-train-costly", type=int, default=2000,
+                   help="stream length for MC-EF and BLR/BBB runs (they cost 10-100× more)")
+    p.add_argument("--eval-at", type=int, nargs="+", default=[250, 500, 1000, 2000])
+    p.add_argument("--n-test", type=int, default=10000, help="test images for plugin scores")
+    p.add_argument("--n-test-linmc", type=int, default=1000, help="test images for Lin-MC")
+    p.add_argument("--linmc-samples", type=int, default=100)
+    p.add_argument("--mc-samples", type=int, default=100, help="M of MC-EF (paper: 100)")
+    p.add_argument("--n-iter", type=int, default=10, help="I of BLR/BBB")
+    p.add_argument("--tune-steps", type=int, default=250)
+    p.add_argument("--prior-variance", type=float, default=None,
+                   help="skip tuning and use this σ0² (and --learning-rate) for every run")
+    p.add_argument("--learning-rate", type=float, default=None)
+    p.add_argument("--budget-per-run", type=float, default=None,
+                   help="stop a run's stream after this many seconds of updates")
+    p.add_argument("--resume", action="store_true", help="skip runs already in the JSON")
+    p.add_argument("--timing", type=int, default=0, metavar="STEPS",
+                   help="only time STEPS one-row updates of each config, round-robin in one "
+                   "process (so that every config sees the same machine load); writes "
+                   "mnist_cnn_timing.json")
+    p.add_argument("--replot", action="store_true",
+                   help="only print the tables (and draw --figure) from the JSON (--out)")
+    args = p.parse_args()
+    if args.replot:
+        path = Path(args.out) if args.out else RESULTS / "mnist_cnn.json"
+        runs = json.loads(path.read_text())["runs"]
+        eval_at = sorted({int(t) for r in runs for t in r["evals"]})
+        report(runs, eval_at)
+        if args.figure:
+            figure(runs, eval_at, args.figure)
+        return
+    if args.quick:
+        args.n_train, args.eval_at, args.n_test, args.n_test_linmc = 64, [32, 64], 500, 100
+        args.n_train_costly = 32
+        args.tune_steps, args.mc_samples, args.n_iter, args.linmc_samples = 16, 4, 2, 20
+    names = []
+    for c in args.configs:
+        for n in GROUPS.get(c, [c]):
+            config_spec(n)  # validates the name
+            if n not in names:
+                names.append(n)
+    eval_at = sorted(t for t in args.eval_at if t <= args.n_train)
+    if args.timing:
+        return timing(names, args)
+    settings = header(
+        "MNIST CNN (P = 57,722), one pass, BONG family (paper Figs. 1–3, 5–6)",
+        {
+            "configs": names,
+            "seeds": args.seeds,
+            "n_train (streamed once, batch 1)": args.n_train,
+            "n_train for MC-EF and BLR/BBB": args.n_train_costly,
+            "eval at T": eval_at,
+            "plugin test images": args.n_test,
+            "Lin-MC test images / samples": (args.n_test_linmc, args.linmc_samples),
+            "MC-EF samples M": args.mc_samples,
+            "BLR/BBB inner steps I": args.n_iter,
+            "tuning": "fixed" if args.prior_variance else
+            f"grid σ0² {PRIOR_GRID} (bong, LIN-EF proxy; MC-EF: {PRIOR_GRID_MC} with "
+            f"bong MC-EF), α {LR_GRID} (LIN-EF proxies), {args.tune_steps} images (half "
+            "for BLR/BBB α)",
+            "dtype": "float32",
+        },
+    )
+    out = Path(args.out) if args.out else RESULTS / "mnist_cnn.json"
+    record = json.loads(out.read_text()) if args.resume and out.exists() else {}
+    runs = record.get("runs", [])
+    tuning = {}
+    for k, v in record.get("tuning", {}).items():
+        if k.count("|") == 1:  # written before the grid was part of the key
+            grid = ",".join(g.replace(",", ":") for g in v["scores"])
+            k = f"{k}|{grid}"
+        tuning[k] = v
+    done = {(r["config"], r["seed"]) for r in runs}
+
+    Xtr, ytr, Xte, yte = load(args.data_dir)
+    Xte, yte = Xte[: args.n_test], yte[: args.n_test]
+    X_val, y_val = Xtr[50000:51000], ytr[50000:51000]
+    for seed in range(args.seeds):
+        order = np.random.default_rng(seed).permutation(args.n_train)
+        X, y = Xtr[: args.n_train][order], ytr[: args.n_train][order]
+        for name in names:
+            if (name, seed) in done:
+                continue
+            if args.prior_variance is not None:
+                hp = {"prior_variance": args.prior_variance,
+                      "learning_rate": args.learning_rate or 0.1, "proxy": "fixed"}
+            else:
+                hp = tune(name, X, y, X_val, y_val, args, log=tuning)
+            print(f"\n== {name}, seed {seed}: σ0²={hp['prior_variance']:g}, "
+                  f"α={hp['learning_rate']:g}", flush=True)
+            est = make_estimator(name, hp["prior_variance"], hp["learning_rate"], args, seed)
+
+            def evaluate(est, update_s, seed=seed):
+                t0 = time.perf_counter()
+                nll, err = plugin_scores(est, Xte, yte)
+                nll_l, err_l = linmc_scores(est, Xte[: args.n_test_linmc],
+                                            yte[: args.n_test_linmc], args.linmc_samples, seed)
+                res = {"nlpd_plugin": nll, "err_plugin": err, "nlpd_linmc": nll_l,
+                       "err_linmc": err_l, "eval_seconds": time.perf_counter() - t0}
+                print(f"   T={est.n_observations_:5d}  plugin NLPD {nll:.4f} err {err:.4f}  "
+                      f"linmc NLPD {nll_l:.4f} err {err_l:.4f}  "
+                      f"(updates so far {update_s:.0f} s, scoring {time.perf_counter() - t0:.0f} s)",
+                      flush=True)
+                return res
+
+            t_start = time.perf_counter()
+            n = args.n_train_costly if costly(name, args) else args.n_train
+            times, evals, stopped = stream(est, X[:n], y[:n], eval_at, evaluate,
+                                           args.budget_per_run)
+            run = {
+                "config": name,
+                "seed": seed,
+                **hp,
+                "mc_samples": args.mc_samples,
+                "n_iter": args.n_iter,
+                "n_steps": stopped,
+                "first_call_s": times[0],
+                "update_s": float(np.sum(times[1:])),
+                "median_step_s": float(np.median(times[1:])) if len(times) > 1 else None,
+                "skipped": int(est.n_skipped_),
+                "wall_s": time.perf_counter() - t_start,
+                "evals": {str(k): v for k, v in evals.items()},
+            }
+            runs.append(run)
+            print(f"   {stopped} steps; first call {times[0]:.1f} s; updates "
+                  f"{run['update_s']:.1f} s ({1000 * (run['median_step_s'] or 0):.0f} ms median "
+                  f"per step); skipped {run['skipped']}", flush=True)
+            save(out, runs, tuning, settings, record.get("superseded_runs", []))
+    report(runs, eval_at)
+    save(out, runs, tuning, settings, record.get("superseded_runs", []))
+    if args.figure:
+        figure(runs, eval_at, args.figure)
+
+
+def timing(names, args, rounds=3):
+    """Median wall time of a one-row ``partial_fit`` per config, measured round-robin."""
+    settings = header(
+        "MNIST CNN: time per one-row update, all configs interleaved",
+        {"configs": names, "steps per round": args.timing, "rounds": rounds,
+         "MC-EF samples M": args.mc_samples, "BLR/BBB inner steps I": args.n_iter,
+         "σ0², α": "0.01, 0.01 (timing only)"},
+    )
+    Xtr, ytr, _, _ = load(args.data_dir)
+    ests, first, times = {}, {}, {n: [] for n in names}
+    for name in names:
+        ests[name] = make_estimator(name, 0.01, 0.01, args, seed=0)
+        t0 = time.perf_counter()
+        ests[name].partial_fit(Xtr[:1], ytr[:1], classes=np.arange(10))
+        first[name] = time.perf_counter() - t0
+        print(f"   {name}: first call (compile + 1 step) {first[name]:.1f} s", flush=True)
+    for r in range(rounds):
+        for name in names:
+            rows = slice(1 + r * args.timing, 1 + (r + 1) * args.timing)
+            t, _, _ = stream(ests[name], Xtr[rows], ytr[rows])
+            times[name].extend(t)
+        print(f"   round {r + 1}/{rounds} done", flush=True)
+    rows = []
+    base = np.median(times["bong-dlr10-lin_hess"]) if "bong-dlr10-lin_hess" in times else None
+    for name in names:
+        med = float(np.median(times[name]))
+        rows.append({"config": name, "ms/step (median)": f"{1000 * med:.1f}",
+                     "IQR ms": f"{1000 * np.percentile(times[name], 25):.0f}–"
+                               f"{1000 * np.percentile(times[name], 75):.0f}",
+                     "× bong-dlr10-lin_hess": f"{med / base:.2f}" if base else "-",
+                     "first call s": f"{first[name]:.1f}"})
+    print(f"\n--- one-row partial_fit, {rounds} × {args.timing} steps per config")
+    table(rows, ["config", "ms/step (median)", "IQR ms", "× bong-dlr10-lin_hess",
+                 "first call s"])
+    payload = {"ms_per_step": {n: [1000 * t for t in times[n]] for n in names},
+               "first_call_s": first}
+    out = args.out or RESULTS / "mnist_cnn_timing.json"
+    write_json(payload, out.name, out, settings)
+
+
+def save(out, runs, tuning, settings, superseded=()):
+    import sys
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    record = {
+        "command": " ".join(sys.argv),
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "settings": settings,
+        "machine": machine(),
+        "tuning": tuning,
+        "runs": runs,
+        "superseded_runs": list(superseded),
+    }
+    out.write_text(json.dumps(record, indent=1, default=str))
+    print(f"   saved {out}", flush=True)
+
+
+def report(runs, eval_at):
+    names = list(dict.fromkeys(r["config"] for r in runs))
+    for metric, label in (("nlpd_plugin", "plugin NLPD"), ("nlpd_linmc", "Lin-MC NLPD"),
+                          ("err_plugin", "plugin misclassification"),
+                          ("err_linmc", "Lin-MC misclassification")):
+        print(f"\n--- test {label} at T (mean ± s.e. over seeds)")
+        rows = []
+        for name in names:
+            rs = [r for r in runs if r["config"] == name]
+            row = {"config": name, "seeds": str(len(rs))}
+            for t in eval_at:
+                vals = [r["evals"][str(t)][metric] for r in rs if str(t) in r["evals"]]
+                row[f"T={t}"] = pm(vals, 4) if vals else "-"
+            rows.append(row)
+        table(rows, ["config", "seeds", *[f"T={t}" for t in eval_at]])
+    print("\n--- runtime of the updates (s; first call incl. compile separate)")
+    rows = []
+    for name in names:
+        rs = [r for r in runs if r["config"] == name]
+        rows.append({
+            "config": name,
+            "steps": str(rs[0]["n_steps"]),
+            "updates s": pm([r["update_s"] for r in rs], 1),
+            "ms/step (median)": pm([1000 * r["median_step_s"] for r in rs], 1),
+            "first call s": pm([r["first_call_s"] for r in rs], 1),
+            "σ0²": f"{rs[0]['prior_variance']:g}",
+            "α": f"{rs[0]['learning_rate']:g}",
+            "skipped": str(sum(r["skipped"] for r in rs)),
+        })
+    table(rows, ["config", "steps", "updates s", "ms/step (median)", "first call s", "σ0²",
+                 "α", "skipped"])
+
+
+def figure(runs, eval_at, path):
+    plt = pyplot()
+    names = list(dict.fromkeys(r["config"] for r in runs))
+    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+    panels = [("nlpd_plugin", "plugin NLPD"), ("nlpd_linmc", "Lin-MC NLPD"),
+              ("err_plugin", "plugin misclassification"),
+              ("err_linmc", "Lin-MC misclassification")]
+    for ax, (metric, label) in zip(axes.flat, panels):
+        for i, name in enumerate(names):
+            rs = [r for r in runs if r["config"] == name]
+            ts = [t for t in eval_at if all(str(t) in r["evals"] for r in rs)]
+            stats = [mean_se([r["evals"][str(t)][metric] for r in rs]) for t in ts]
+            ax.errorbar(ts, [s[0] for s in stats],
+                        yerr=[0 if not np.isfinite(s[1]) else s[1] for s in stats],
+                        marker="o", ms=3, label=name, color=f"C{i % 10}",
+                        ls="-" if "lin_hess" in name else "--" if "lin_ef" in name else ":")
+        ax.set_xscale("log")
+        ax.set_xlabel("T (training images seen)")
+        ax.set_title(label)
+        if metric.startswith("nlpd"):
+            ax.set_yscale("log")
+    axes.flat[0].legend(fontsize=6)
+    ax = axes.flat[4]
+    per_step = [np.median([1000 * r["median_step_s"] for r in runs if r["config"] == n])
+                for n in names]
+    ax.barh(range(len(names)), per_step, color=[f"C{i % 10}" for i in range(len(names))])
+    ax.set_yticks(range(len(names)), names, fontsize=6)
+    ax.set_xscale("log")
+    ax.set_xlabel("ms per update (median, 2 shared CPU cores)")
+    axes.flat[5].axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
