@@ -44,3 +44,82 @@ def test_blocked_cholesky_of_an_indefinite_matrix_is_not_finite():
     with jax.enable_x64(True):
         chol = np.asarray(jax.jit(la.cholesky)(a))
     assert not np.all(np.isfinite(chol))
+
+
+# ------------------------------------------------------------ Woodbury with g = B u + r
+P_W, K_W = 7, 3
+
+
+def _woodbury_case(scale):
+    rng = np.random.default_rng(11)
+    cov = _spd(P_W)
+    factor = scale * rng.normal(size=(P_W, K_W))
+    coef = rng.normal(size=K_W)
+    vec = factor @ coef + rng.normal(size=P_W)  # in the span of B plus a generic part
+    exact_cov = np.linalg.inv(np.linalg.inv(cov) + factor @ factor.T)
+    return cov, factor, coef, vec, exact_cov
+
+
+@pytest.mark.parametrize("hint", ["zero", "exact", "wrong"])
+def test_woodbury_downdate_is_exact_for_any_split(hint):
+    """Any split v = B u + r gives Σ' v (float64)."""
+    cov, factor, coef, vec, exact_cov = _woodbury_case(1.0)
+    u = {"zero": 0.0 * coef, "exact": coef, "wrong": coef + 3.0}[hint]
+    with jax.enable_x64(True):
+        new_cov, cov_vec = jax.jit(la.woodbury_lowrank_downdate)(cov, factor, u, vec - factor @ u)
+    np.testing.assert_allclose(new_cov, exact_cov, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(cov_vec, exact_cov @ vec, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("hint", ["zero", "exact", "wrong"])
+def test_dlr_solve_is_exact_for_any_split(hint):
+    rng = np.random.default_rng(12)
+    prec_diag = rng.uniform(0.5, 2.0, size=P_W)
+    rows = rng.normal(size=(K_W, P_W))
+    u = rng.normal(size=K_W)
+    rhs = rows.T @ u + rng.normal(size=P_W)
+    coef = {"zero": 0.0 * u, "exact": u, "wrong": u - 2.0}[hint]
+    with jax.enable_x64(True):
+        _, inner, scaled = la.dlr_grams(prec_diag, rows)
+        x = jax.jit(la.dlr_solve)(prec_diag, rows, scaled, inner, coef, rhs - rows.T @ coef)
+    exact = np.linalg.solve(np.diag(prec_diag) + rows.T @ rows, rhs)
+    np.testing.assert_allclose(x, exact, rtol=0, atol=1e-12)
+
+
+F32 = np.float32
+
+
+def _relative_error(got, exact):
+    return np.linalg.norm(np.asarray(got, np.float64) - exact) / np.linalg.norm(exact)
+
+
+def test_woodbury_step_does_not_cancel_for_a_large_factor():
+    """float32, ‖B‖ ≈ 1e4, v = B u: Σ' v shrinks like 1 / ‖B‖², and Σ v − Hᵀ(H v) would
+    lose ‖B‖² ε ≫ 1 of it (checked: the zero split is off by more than 100 %). The split
+    computes the push-through product Σ B (I + Bᵀ Σ B)⁻¹ u, accurate to a few ulps of its
+    factors (allowed: 100 ε). Oracle in float64 from the float32-rounded inputs."""
+    cov, factor, coef, _, _ = _woodbury_case(1e4)
+    c, b, u = (np.asarray(a, F32) for a in (cov, factor, coef))
+    exact = (c.astype(float) @ b.astype(float)) @ np.linalg.solve(
+        np.eye(K_W) + b.T.astype(float) @ c.astype(float) @ b.astype(float), u.astype(float)
+    )
+    step = jax.jit(la.woodbury_lowrank_downdate)
+    _, split = step(c, b, u, np.zeros(P_W, F32))
+    _, naive = step(c, b, np.zeros(K_W, F32), b @ u)
+    assert _relative_error(split, exact) <= 100 * np.finfo(F32).eps
+    assert _relative_error(naive, exact) > 1.0
+
+
+def test_dlr_solve_does_not_cancel_for_a_large_factor():
+    rng = np.random.default_rng(13)
+    prec_diag = rng.uniform(0.5, 2.0, size=P_W).astype(F32)
+    rows = (1e4 * rng.normal(size=(K_W, P_W))).astype(F32)
+    u = rng.normal(size=K_W).astype(F32)
+    d, w, uu = (a.astype(float) for a in (prec_diag, rows, u))
+    exact = np.linalg.solve(np.diag(d) + w.T @ w, w.T @ uu)
+    _, inner, scaled = la.dlr_grams(prec_diag, rows)
+    solve = jax.jit(la.dlr_solve)
+    split = solve(prec_diag, rows, scaled, inner, u, np.zeros(P_W, F32))
+    naive = solve(prec_diag, rows, scaled, inner, np.zeros(K_W, F32), rows.T @ u)
+    assert _relative_error(split, exact) <= 100 * np.finfo(F32).eps
+    assert _relative_error(naive, exact) > 1.0

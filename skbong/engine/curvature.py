@@ -56,21 +56,29 @@ def lin_hess(config, family, state, x, y, w, obs_var, key):
 
     Both come from the same Jacobian rows; B is built as its rows Bᵀ (k × P), the layout
     the low-rank family works in (``factor`` is their transpose, free under ``jit``).
+    g is assembled as B u + r with uᵢ = √wᵢ Sᵢ⁻¹ ∇_f log p (the likelihood's
+    ``grad_coef``), since Jᵢᵀ wᵢ ∇ = (Jᵢᵀ Sᵢ √wᵢ)(√wᵢ Sᵢ⁻¹ ∇); a row whose uᵢ overflows
+    (a vanishing Sᵢ: a saturated classifier) contributes Jᵢᵀ wᵢ ∇ to r instead.
     """
     lik = LIKELIHOODS[config.likelihood]
     f, jac = output_jacobians(config, state.mean, x)  # (b, C), (b, C, P)
-    grad_f = jax.vmap(lik.grad, in_axes=(0, 0, None))(y, f, obs_var) * w[:, None]
-    g = jnp.sum(jac * grad_f[:, :, None], axis=(0, 1))  # Σᵢ Jᵢᵀ ∇_f (fused; no transpose of J)
     s = jax.vmap(lik.fisher_factor, in_axes=(0, None))(f, obs_var)  # (b, C, C)
-    s = s * jnp.sqrt(w)[:, None, None]
+    root_w = jnp.sqrt(w)
+    s = s * root_w[:, None, None]
     rows = jnp.einsum("icp,icd->idp", jac, s).reshape(-1, jac.shape[-1])
-    return g, Curv(factor=rows.T)
+    coef = jax.vmap(lik.grad_coef, in_axes=(0, 0, None))(y, f, obs_var) * root_w[:, None]
+    split = jnp.all(jnp.isfinite(coef), axis=1, keepdims=True)  # (b, 1)
+    coef = jnp.where(split, coef, 0.0).reshape(-1)
+    grad_f = jax.vmap(lik.grad, in_axes=(0, 0, None))(y, f, obs_var) * w[:, None]
+    rest = jnp.einsum("icp,ic->p", jac, jnp.where(split, 0.0, grad_f))
+    g = coef @ rows + rest
+    return g, Curv(factor=rows.T, coef=coef, rest=rest)
 
 
 def lin_ef(config, family, state, x, y, w, obs_var, key):
-    """LIN-EF: linearised g and the empirical Fisher G = −g gᵀ."""
+    """LIN-EF: linearised g and the empirical Fisher G = −g gᵀ (B = g, g = B · 1)."""
     _, g = _linearised_gradient(config, state.mean, x, y, w, obs_var)
-    return g, Curv(factor=g[:, None])
+    return g, Curv(factor=g[:, None], coef=jnp.ones((1,), g.dtype), rest=jnp.zeros_like(g))
 
 
 def _sample_grads(config, family, state, x, y, w, obs_var, key):
@@ -85,8 +93,14 @@ def _sample_grads(config, family, state, x, y, w, obs_var, key):
 def mc_ef(config, family, state, x, y, w, obs_var, key):
     """MC-EF: Monte Carlo gradient and empirical Fisher from M samples of q."""
     _, grads = _sample_grads(config, family, state, x, y, w, obs_var, key)
-    m = grads.shape[0]
-    return jnp.mean(grads, axis=0), Curv(factor=grads.T / jnp.sqrt(jnp.asarray(m, grads.dtype)))
+    root_m = jnp.sqrt(jnp.asarray(grads.shape[0], grads.dtype))
+    # mean gₘ = B u with B = [g₁ … g_M] / √M and u = 1 / √M
+    curv = Curv(
+        factor=grads.T / root_m,
+        coef=jnp.full(grads.shape[:1], 1.0 / root_m),
+        rest=jnp.zeros_like(grads[0]),
+    )
+    return jnp.mean(grads, axis=0), curv
 
 
 def _hessian_diag(config, theta, x, y, w, obs_var, key):

@@ -8,6 +8,9 @@ Each likelihood gives, for one row with output ``f`` (shape ``(C,)``) and target
 * ``fisher_factor(f, obs_var)``: ``S`` with ``S Sᵀ = Λ_y``, the Fisher of the
   likelihood with respect to f (the LIN-HESS curvature, Prop. 4.2), built without
   jitter or any inverse of a singular covariance;
+* ``grad_coef(y, f, obs_var)``: ``u`` with ``S u = ∇_f log p(y | f)``, written without
+  dividing by a vanishing factor (it lets the Woodbury steps avoid cancellation, see
+  :class:`~skbong.engine.types.Curv`);
 * ``mean(f)``: E[y | f] (probabilities for the classifiers).
 
 ``obs_var`` is the Gaussian observation variance (scalar or one per output); the
@@ -22,12 +25,13 @@ import jax.numpy as jnp
 
 
 class Likelihood(NamedTuple):
-    """The four functions an observation model provides (see the module docstring)."""
+    """The functions an observation model provides (see the module docstring)."""
 
     name: str
     log_prob: Callable
     grad: Callable
     fisher_factor: Callable
+    grad_coef: Callable
     mean: Callable
 
 
@@ -44,6 +48,10 @@ def _gauss_factor(f, obs_var):
     return jnp.diag(jnp.broadcast_to(obs_var, f.shape) ** -0.5)
 
 
+def _gauss_coef(y, f, obs_var):
+    return (y - f) * jnp.broadcast_to(obs_var, f.shape) ** -0.5
+
+
 def _bern_log_prob(y, f, obs_var):
     # y log σ(f) + (1 − y) log σ(−f), stable for large |f|
     return jnp.sum(y * f - jnp.logaddexp(0.0, f))
@@ -56,6 +64,11 @@ def _bern_grad(y, f, obs_var):
 def _bern_factor(f, obs_var):
     p = jax.nn.sigmoid(f)
     return jnp.diag(jnp.sqrt(p * (1.0 - p)))
+
+
+def _bern_coef(y, f, obs_var):
+    # (y − p) / √(p(1 − p)) = y e^{−f/2} − (1 − y) e^{f/2}, since p / (1 − p) = e^f
+    return y * jnp.exp(-0.5 * f) - (1.0 - y) * jnp.exp(0.5 * f)
 
 
 def _cat_log_prob(y, f, obs_var):
@@ -74,6 +87,12 @@ def _cat_factor(f, obs_var):
     return jnp.diag(r) - jnp.outer(p, r)
 
 
+def _cat_coef(y, f, obs_var):
+    # u = ∇ / √p: S u = ∇ − p Σ_c ∇_c = ∇ because Σ_c ∇_c = 0; y / √p from log p
+    log_p = jax.nn.log_softmax(f)
+    return y * jnp.exp(-0.5 * log_p) - jnp.exp(0.5 * log_p) * jnp.sum(y)
+
+
 def _pois_log_prob(y, f, obs_var):
     return jnp.sum(y * f - jnp.exp(f) - jax.scipy.special.gammaln(y + 1.0))
 
@@ -86,11 +105,26 @@ def _pois_factor(f, obs_var):
     return jnp.diag(jnp.exp(0.5 * f))
 
 
+def _pois_coef(y, f, obs_var):
+    return y * jnp.exp(-0.5 * f) - jnp.exp(0.5 * f)
+
+
 LIKELIHOODS = {
-    "gaussian": Likelihood("gaussian", _gauss_log_prob, _gauss_grad, _gauss_factor, lambda f: f),
-    "bernoulli": Likelihood("bernoulli", _bern_log_prob, _bern_grad, _bern_factor, jax.nn.sigmoid),
-    "categorical": Likelihood(
-        "categorical", _cat_log_prob, _cat_grad, _cat_factor, lambda f: jax.nn.softmax(f, axis=-1)
+    "gaussian": Likelihood(
+        "gaussian", _gauss_log_prob, _gauss_grad, _gauss_factor, _gauss_coef, lambda f: f
     ),
-    "poisson": Likelihood("poisson", _pois_log_prob, _pois_grad, _pois_factor, jnp.exp),
+    "bernoulli": Likelihood(
+        "bernoulli", _bern_log_prob, _bern_grad, _bern_factor, _bern_coef, jax.nn.sigmoid
+    ),
+    "categorical": Likelihood(
+        "categorical",
+        _cat_log_prob,
+        _cat_grad,
+        _cat_factor,
+        _cat_coef,
+        lambda f: jax.nn.softmax(f, axis=-1),
+    ),
+    "poisson": Likelihood(
+        "poisson", _pois_log_prob, _pois_grad, _pois_factor, _pois_coef, jnp.exp
+    ),
 }

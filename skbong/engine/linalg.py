@@ -75,35 +75,40 @@ def unit_chol_inverse(inner):
     Solves against P right-hand sides multiply by this k × k inverse instead of calling
     a triangular solve: on CPU the LAPACK solve with k ≪ P is 20–1000× slower than the
     product. Since ``inner ⪰ I``, every singular value of L is ≥ 1 and ‖L⁻¹‖ ≤ 1, so
-    the explicit inverse loses nothing in accuracy.
+    the explicit inverse loses nothing in accuracy. An ``inner`` that overflowed gives
+    NaN, not the 0 of 1 / √∞, which would silently drop the update it belongs to.
     """
-    return tril_inverse(cholesky(sym(inner)))
+    if inner.shape[0] == 1:  # a 1 × 1 Cholesky factor is a square root
+        inv = 1.0 / jnp.sqrt(inner)
+    else:
+        inv = tril_inverse(cholesky(sym(inner)))
+    return jnp.where(jnp.all(jnp.isfinite(inner)), inv, jnp.nan)
 
 
-def woodbury_lowrank_downdate(cov, factor, vec):
-    """Covariance after adding ``B Bᵀ`` to the precision, and its product with ``vec``
-    (eqs. 122–124, 130–132), in O(k P²) with one pass over Σ for both.
+def woodbury_lowrank_downdate(cov, factor, coef, rest):
+    """Covariance after adding ``B Bᵀ`` to the precision, and its product with
+    ``v = B u + r`` (``u = coef``, ``r = rest``; eqs. 122–124, 130–132), in O(k P²) with
+    one pass over Σ for both.
 
-    ``Σ' = (Σ⁻¹ + B Bᵀ)⁻¹ = Σ − Hᵀ H`` with ``H = L⁻¹ Bᵀ Σ``, ``L Lᵀ = I + Bᵀ Σ B``, and
-    ``Σ' v = Σ v − Hᵀ (H v)``. ``Σ − Hᵀ H`` is exactly symmetric when Σ is: the (i, j)
-    and (j, i) entries of ``Hᵀ H`` are the same products summed in the same order.
+    ``Σ' = (Σ⁻¹ + B Bᵀ)⁻¹ = Σ − Hᵀ H`` with ``H = L⁻¹ Bᵀ Σ``, ``L Lᵀ = I + Bᵀ Σ B``.
+    ``Σ − Hᵀ H`` is exactly symmetric when Σ is: the (i, j) and (j, i) entries of
+    ``Hᵀ H`` are the same products summed in the same order. The push-through identity
+    ``Σ' B = Σ B (I + Bᵀ Σ B)⁻¹ = Hᵀ L⁻¹`` gives ``Σ' B u`` without cancellation (see
+    :func:`~skbong.engine.types.gradient_split`); ``Σ' r = Σ r − Hᵀ (H r)``.
 
     Returns
     -------
     cov : array (P, P)
         Σ'.
     cov_vec : array (P,)
-        Σ' v.
+        Σ' (B u + r).
     """
     k = factor.shape[1]
-    both = cov @ jnp.concatenate([factor, vec[:, None]], axis=1)  # [Σ B, Σ v]
-    sb, cov_v = both[:, :k], both[:, k]
-    inner = jnp.eye(k, dtype=cov.dtype) + factor.T @ sb
-    if k == 1:  # a 1 × 1 Cholesky factor is a square root
-        half = sb.T / jnp.sqrt(inner)
-    else:
-        half = unit_chol_inverse(inner) @ sb.T
-    return cov - half.T @ half, cov_v - half.T @ (half @ vec)
+    both = cov @ jnp.concatenate([factor, rest[:, None]], axis=1)  # [Σ B, Σ r]
+    sb, cov_rest = both[:, :k], both[:, k]
+    inv_chol = unit_chol_inverse(jnp.eye(k, dtype=cov.dtype) + factor.T @ sb)
+    half = inv_chol @ sb.T
+    return cov - half.T @ half, cov_rest + half.T @ (inv_chol @ coef - half @ rest)
 
 
 def dlr_cov_root(prec_diag, factor):
@@ -129,20 +134,24 @@ def dlr_grams(prec_diag, rows):
     return rows @ rows.T, inner, scaled
 
 
-def dlr_solve(prec_diag, rows, scaled, inner, rhs):
-    """Solve ``(Υ + W̃ W̃ᵀ) x = rhs`` by Woodbury in O(P k):
+def dlr_solve(prec_diag, rows, scaled, inner, coef, rest):
+    """Solve ``(Υ + W̃ W̃ᵀ) x = W̃ u + r`` by Woodbury in O(P k), with ``rows = W̃ᵀ``,
+    ``scaled = W̃ᵀ Υ⁻¹`` and ``inner = I + W̃ᵀ Υ⁻¹ W̃`` from :func:`dlr_grams`:
 
-    ``x = Υ⁻¹ rhs − Υ⁻¹ W̃ (I + W̃ᵀ Υ⁻¹ W̃)⁻¹ W̃ᵀ Υ⁻¹ rhs``, with ``rows = W̃ᵀ``,
-    ``scaled = W̃ᵀ Υ⁻¹`` and ``inner = I + W̃ᵀ Υ⁻¹ W̃`` from :func:`dlr_grams`.
+    ``x = Υ⁻¹ r + Υ⁻¹ W̃ (I + W̃ᵀ Υ⁻¹ W̃)⁻¹ (u − W̃ᵀ Υ⁻¹ r)``
+
+    (Woodbury for r, push-through for ``W̃ u``: no cancellation when a large W̃ makes x
+    small). One step of iterative refinement follows, with the residual split the same
+    way: ``W̃ (u − W̃ᵀ x) + (r − Υ x)``.
     """
     inv = unit_chol_inverse(inner)  # (I + W̃ᵀΥ⁻¹W̃)⁻¹ = L⁻ᵀ L⁻¹
 
-    def solve(r):
+    def solve(u, r):
         base = r / prec_diag
-        return base - scaled.T @ (inv.T @ (inv @ (rows @ base)))
+        return base + scaled.T @ (inv.T @ (inv @ (u - rows @ base)))
 
-    x = solve(rhs)
-    return x + solve(rhs - prec_diag * x - rows.T @ (rows @ x))  # one refinement step
+    x = solve(coef, rest)
+    return x + solve(coef - rows @ x, rest - prec_diag * x)
 
 
 def project_rank(rows, gram, rank):
@@ -173,7 +182,10 @@ def project_rank(rows, gram, rank):
     dropped : array (P,)
         ``rowsum((U[:, R:] S[R:])²)``, to add to the diagonal.
     """
-    _, vecs = jnp.linalg.eigh(sym(gram))
+    vals, vecs = jnp.linalg.eigh(sym(gram))
+    # a failed eigensolver (an overflowed Gram matrix) returns NaN eigenvalues and the
+    # identity as eigenvectors: poison the result so the step is refused, not misprojected
+    vecs = jnp.where(jnp.all(jnp.isfinite(vals)), vecs, jnp.nan)
     rotated = vecs[:, ::-1].T @ rows  # (W̃ V)ᵀ, descending singular values
     head, tail = rotated[:rank], rotated[rank:]
     dropped = jnp.sum(tail * tail, axis=0)

@@ -29,7 +29,7 @@ def stream_step(config, state, mean0, hyper, x, y, w, key):
     """One predict → update step; returns ``(state, (log_lik, f, ok))``."""
     family = FAMILIES[config.family]
     lik = LIKELIHOODS[config.likelihood]
-    active = jnp.any(w > 0)
+    active = jnp.any(w != 0)  # all-zero weights are padding; a NaN weight is not (refused)
     predicted = family.predict(state, mean0, hyper) if config.dynamic else state
     f = config.model.apply(predicted.mean, x)
     log_lik = jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, hyper.obs_var)

@@ -9,6 +9,8 @@ that changing a prior variance never recompiles.
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import jax.numpy as jnp
+
 RULE_NAMES = ("bong", "bog", "blr", "bbb")
 HESSIAN_NAMES = ("lin_hess", "lin_ef", "mc_ef", "mc_hess")
 FAMILY_NAMES = ("full", "full_moment", "diag", "diag_moment", "dlr")
@@ -99,7 +101,7 @@ class Hyper(NamedTuple):
 
 
 class Curv(NamedTuple):
-    """Curvature G ≈ E_q[∇²_θ log p(y | θ)]; exactly one field is set.
+    """Curvature G ≈ E_q[∇²_θ log p(y | θ)]: ``factor`` or ``hess`` is set.
 
     Attributes
     ----------
@@ -108,7 +110,27 @@ class Curv(NamedTuple):
     hess : array (P, P) or (P,) or None
         ``G`` itself: dense for the full families, its diagonal for the diagonal
         families (MC-HESS, and the KL-augmented curvature of BLR / BBB).
+    coef, rest : array (k,) and array (P,), or None
+        With ``factor``, the gradient written as ``g = B u + r`` (``u = coef``,
+        ``r = rest``). Every factored estimator has g in the span of B, so r is zero
+        up to rows whose u overflowed. The natural Woodbury steps use this split: the
+        push-through identity gives ``Σ' B u`` without the cancellation of
+        ``Σ g − Σ B (I + Bᵀ Σ B)⁻¹ Bᵀ Σ g`` (see :func:`gradient_split`).
     """
 
     factor: Any = None
     hess: Any = None
+    coef: Any = None
+    rest: Any = None
+
+
+def gradient_split(g, curv):
+    """``(u, r)`` with ``g = B u + r`` for a factored curvature.
+
+    The estimator's split when it gave one, else ``u = 0, r = g``. With ``Σ' = (Σ⁻¹ +
+    B Bᵀ)⁻¹``, ``Σ' g = Σ g − Σ B (I + K)⁻¹ Bᵀ Σ g`` (K = Bᵀ Σ B) loses about ‖B‖² ε of a
+    result that shrinks like 1 / ‖B‖²; ``Σ' B u = Σ B (I + K)⁻¹ u`` loses nothing.
+    """
+    if curv.coef is None:
+        return jnp.zeros(curv.factor.shape[1:], g.dtype), g
+    return curv.coef, curv.rest

@@ -17,8 +17,8 @@ def _explicit(curv):
     return curv.hess
 
 
-def _add_precision_factor(var, factor, vec):
-    """σ²' = 1 / (1/σ² + rowsum(B ∘ B)) and σ²' ∘ v."""
+def _add_precision_factor(var, factor, vec, coef, rest):
+    """σ²' = 1 / (1/σ² + rowsum(B ∘ B)) and σ²' ∘ v (nothing cancels: v used as is)."""
     var = 1.0 / (1.0 / var + jnp.sum(factor * factor, axis=1))
     return var, var * vec
 

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from ..linalg import dlr_cov_root, dlr_grams, dlr_solve, project_rank, unit_chol_inverse
+from ..types import gradient_split
 from .base import Family, finite_and_positive
 
 
@@ -76,18 +77,22 @@ def ngd(state, prior, g, curv, alpha):
     μ' = μ + α Λ'⁻¹ g̃ with the untruncated W̃ (Woodbury), then SVD projection.
     All products run on the rows W̃ᵀ (k × P); see :mod:`..linalg`.
     """
-    factor_rows = jnp.sqrt(alpha) * _require_factor(curv).T
+    root = jnp.sqrt(alpha)
+    factor_rows = root * _require_factor(curv).T
+    coef, rest = gradient_split(g, curv)
     if prior is None:
         prec_diag = state.prec_diag
         rows = jnp.concatenate([state.prec_lr.T, factor_rows])
     else:
-        g = _kl_gradient(state, prior, g)
+        rest = _kl_gradient(state, prior, rest)
         prec_diag = (1.0 - alpha) * state.prec_diag + alpha * prior.prec_diag
         rows = jnp.concatenate(
             [jnp.sqrt(1.0 - alpha) * state.prec_lr.T, jnp.sqrt(alpha) * prior.prec_lr.T, factor_rows]
         )
     gram, inner, scaled = dlr_grams(prec_diag, rows)
-    mean = state.mean + alpha * dlr_solve(prec_diag, rows, scaled, inner, g)
+    lead = jnp.zeros((rows.shape[0] - factor_rows.shape[0],), rows.dtype)
+    coef = jnp.concatenate([lead, coef / root])  # B u = W̃ [0; u / √α]
+    mean = state.mean + alpha * dlr_solve(prec_diag, rows, scaled, inner, coef, rest)
     head, dropped = project_rank(rows, gram, state.prec_lr.shape[1])
     return DLRState(mean, prec_diag + dropped, head.T)
 

@@ -29,7 +29,7 @@ ALGEBRA = gs.Algebra(
     inv=spd_inverse,
     explicit=_explicit,
     sandwich=_sandwich,
-    add_precision_factor=woodbury_lowrank_downdate,
+    add_precision_factor=lambda a, b, v, u, r: woodbury_lowrank_downdate(a, b, u, r),
     sym_outer=lambda a, b: jnp.outer(a, b) + jnp.outer(b, a),
     add_isotropic=lambda a, c: a + c * jnp.eye(a.shape[0], dtype=a.dtype),
     diagonal=lambda a: a.reshape(-1)[:: a.shape[0] + 1],  # a strided slice, cheaper than a gather

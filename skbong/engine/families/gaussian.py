@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
-from ..types import Curv
+from ..types import Curv, gradient_split
 from .base import Family, finite_and_positive
 
 
@@ -48,7 +48,8 @@ class Algebra(NamedTuple):
     inv: Callable  # Σ -> Σ⁻¹ (SPD inverse)
     explicit: Callable  # curv -> G in the covariance representation
     sandwich: Callable  # (Σ, curv) -> Σ G Σ
-    add_precision_factor: Callable  # (Σ, B, v) -> (Σ', Σ' v), Σ' = (Σ⁻¹ + B Bᵀ)⁻¹ (Woodbury)
+    # (Σ, B, g, u, r) -> (Σ', Σ' g) with Σ' = (Σ⁻¹ + B Bᵀ)⁻¹ and g = B u + r (either form)
+    add_precision_factor: Callable
     sym_outer: Callable  # (a, b) -> a bᵀ + b aᵀ
     add_isotropic: Callable  # (Σ, c) -> Σ + c I
     diagonal: Callable  # Σ -> diag(Σ)
@@ -72,7 +73,9 @@ def natural_ngd(alg, state, prior, g, curv, alpha):
     g, curv = with_kl(alg, state, prior, g, curv)
     if curv.factor is not None:
         # G = −B Bᵀ: precision gains α B Bᵀ, by Woodbury (eqs. 122–124, 130–132).
-        cov, cov_g = alg.add_precision_factor(state.cov, jnp.sqrt(alpha) * curv.factor, g)
+        root = jnp.sqrt(alpha)
+        coef, rest = gradient_split(g, curv)
+        cov, cov_g = alg.add_precision_factor(state.cov, root * curv.factor, g, coef / root, rest)
     else:
         cov = alg.inv(alg.inv(state.cov) - alpha * curv.hess)
         cov_g = alg.matvec(cov, g)
