@@ -48,6 +48,7 @@ Run (hours on 2 CPU cores): ``python benchmarks/paper/mnist_cnn.py --configs hea
 """
 
 import json
+import os
 import time
 from functools import partial
 from pathlib import Path
@@ -398,6 +399,8 @@ def main():
                 "median_step_s": float(np.median(times[1:])) if len(times) > 1 else None,
                 "skipped": int(est.n_skipped_),
                 "wall_s": time.perf_counter() - t_start,
+                "revision": machine()["skbong_revision"],
+                "load_average": list(os.getloadavg()),
                 "evals": {str(k): v for k, v in evals.items()},
             }
             runs.append(run)
@@ -502,35 +505,51 @@ def report(runs, eval_at):
 
 
 def figure(runs, eval_at, path):
+    """Two rows as the paper's Figs. 1 and 2: the four rules with DLR-10, and BONG with the
+    four families; columns: plugin NLPD, Lin-MC NLPD, plugin misclassification, time per
+    update (from ``mnist_cnn_timing.json`` when it exists: all configs timed together)."""
     plt = pyplot()
     names = list(dict.fromkeys(r["config"] for r in runs))
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8))
-    panels = [("nlpd_plugin", "plugin NLPD"), ("nlpd_linmc", "Lin-MC NLPD"),
-              ("err_plugin", "plugin misclassification"),
-              ("err_linmc", "Lin-MC misclassification")]
-    for ax, (metric, label) in zip(axes.flat, panels):
-        for i, name in enumerate(names):
-            rs = [r for r in runs if r["config"] == name]
-            ts = [t for t in eval_at if all(str(t) in r["evals"] for r in rs)]
-            stats = [mean_se([r["evals"][str(t)][metric] for r in rs]) for t in ts]
-            ax.errorbar(ts, [s[0] for s in stats],
-                        yerr=[0 if not np.isfinite(s[1]) else s[1] for s in stats],
-                        marker="o", ms=3, label=name, color=f"C{i % 10}",
-                        ls="-" if "lin_hess" in name else "--" if "lin_ef" in name else ":")
+    groups = [("rules, DLR-10 (paper Fig. 1)", [n for n in names if "-dlr10-" in n], 0),
+              ("BONG, families (paper Fig. 2)", [n for n in names if n.startswith("bong-")], 1)]
+    style = {"lin_hess": "-", "lin_ef": "--", "mc_ef": ":"}
+    fig, axes = plt.subplots(2, 4, figsize=(18, 8.5))
+    timing_path = RESULTS / "mnist_cnn_timing.json"
+    timing = (json.loads(timing_path.read_text())["ms_per_step"] if timing_path.exists()
+              else {n: [1000 * r["median_step_s"] for r in runs if r["config"] == n]
+                    for n in names})
+    for row, (title, members, which) in enumerate(groups):
+        keys = sorted({n.split("-")[which] for n in members})
+        colors = {k: f"C{i}" for i, k in enumerate(keys)}
+        for col, (metric, label) in enumerate((("nlpd_plugin", "plugin NLPD"),
+                                               ("nlpd_linmc", "Lin-MC NLPD"),
+                                               ("err_plugin", "plugin misclassification"))):
+            ax = axes[row, col]
+            for name in members:
+                rs = [r for r in runs if r["config"] == name]
+                ts = [t for t in eval_at if all(str(t) in r["evals"] for r in rs)]
+                stats = [mean_se([r["evals"][str(t)][metric] for r in rs]) for t in ts]
+                ax.errorbar(ts, [s[0] for s in stats],
+                            yerr=[s[1] if np.isfinite(s[1]) else 0 for s in stats],
+                            marker="o", ms=3, capsize=2, label=f"{name} ({len(rs)} seed"
+                            + ("s)" if len(rs) > 1 else ")"),
+                            color=colors[name.split("-")[which]],
+                            ls=style[name.split("-")[2]])
+            ax.set_xscale("log")
+            ax.minorticks_off()
+            ax.set_xticks(eval_at, [str(t) for t in eval_at])
+            ax.set_xlabel("T (training images seen)")
+            ax.set_title(f"{title}: {label}", fontsize=9)
+            if col == 0:
+                ax.legend(fontsize=6)
+        ax = axes[row, 3]
+        ms = [np.median(timing[n]) if n in timing else np.nan for n in members]
+        ax.barh(range(len(members)), ms, color=[colors[n.split("-")[which]] for n in members])
+        ax.set_yticks(range(len(members)), members, fontsize=7)
         ax.set_xscale("log")
-        ax.set_xlabel("T (training images seen)")
-        ax.set_title(label)
-        if metric.startswith("nlpd"):
-            ax.set_yscale("log")
-    axes.flat[0].legend(fontsize=6)
-    ax = axes.flat[4]
-    per_step = [np.median([1000 * r["median_step_s"] for r in runs if r["config"] == n])
-                for n in names]
-    ax.barh(range(len(names)), per_step, color=[f"C{i % 10}" for i in range(len(names))])
-    ax.set_yticks(range(len(names)), names, fontsize=6)
-    ax.set_xscale("log")
-    ax.set_xlabel("ms per update (median, 2 shared CPU cores)")
-    axes.flat[5].axis("off")
+        ax.set_xlabel("ms per one-row update (median)")
+        ax.set_title("time per update (all configs timed together)" if timing_path.exists()
+                     else "time per update (as run)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     print(f"wrote {path}")
