@@ -203,3 +203,41 @@ def test_run_stream_default(case):
     assert np.all(np.isfinite(np.asarray(log_lik))) and log_lik.shape == xs.shape[:2]
     assert f.shape == ys.shape
     assert not np.array_equal(np.asarray(state.mean), np.asarray(mean0))
+
+
+@pytest.mark.parametrize("tall_from", [0, 10**9], ids=["P-major", "k-major"])
+@pytest.mark.parametrize("with_prior", [False, True], ids=["bong", "blr"])
+def test_dlr_natural_step_in_both_layouts(monkeypatch, tall_from, with_prior):
+    """The dlr natural step (eqs. 281–292) against dense float64 algebra, in both memory
+    layouts of W̃ (the P-major one is used from TALL_FROM parameters on): the mean solves
+    Λ' (μ' − μ) = α g̃ with Λ' = Υ' + W̃ W̃ᵀ, the projection keeps diag(Λ'), and W' W'ᵀ is
+    the best rank-R part of W̃ W̃ᵀ. Well-conditioned inputs: agreement to 1e-10."""
+    from skbong.engine.families import dlr
+
+    monkeypatch.setattr(dlr, "TALL_FROM", tall_from)
+    rng = np.random.default_rng(5)
+    p, r, c, alpha = 12, 3, 2, (0.6 if with_prior else 1.0)
+    state = E.DLRState(rng.normal(size=p), rng.uniform(1, 2, p), rng.normal(size=(p, r)))
+    prior = E.DLRState(rng.normal(size=p), rng.uniform(1, 2, p), rng.normal(size=(p, r)))
+    b, g = rng.normal(size=(p, c)), rng.normal(size=p)
+    with jax.enable_x64(True):
+        new = dlr.ngd(state, prior if with_prior else None, g, E.Curv(factor=b), alpha)
+    if with_prior:
+        g_tilde = g - (np.diag(prior.prec_diag) + prior.prec_lr @ prior.prec_lr.T) @ (
+            state.mean - prior.mean
+        )
+        ups = (1 - alpha) * state.prec_diag + alpha * prior.prec_diag
+        w_full = np.hstack(
+            [np.sqrt(1 - alpha) * state.prec_lr, np.sqrt(alpha) * prior.prec_lr, np.sqrt(alpha) * b]
+        )
+    else:
+        g_tilde, ups, w_full = g, state.prec_diag, np.hstack([state.prec_lr, b])
+    prec = np.diag(ups) + w_full @ w_full.T
+    np.testing.assert_allclose(
+        new.mean, state.mean + alpha * np.linalg.solve(prec, g_tilde), rtol=0, atol=1e-10
+    )
+    lowrank = np.asarray(new.prec_lr) @ np.asarray(new.prec_lr).T
+    np.testing.assert_allclose(np.asarray(new.prec_diag) + np.diag(lowrank), np.diag(prec), atol=1e-10)
+    vals, vecs = np.linalg.eigh(w_full @ w_full.T)
+    best = (vecs[:, -r:] * vals[-r:]) @ vecs[:, -r:].T
+    np.testing.assert_allclose(lowrank, best, rtol=0, atol=1e-10)

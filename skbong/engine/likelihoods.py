@@ -58,12 +58,13 @@ def _bern_log_prob(y, f, obs_var):
 
 
 def _bern_grad(y, f, obs_var):
-    return y - jax.nn.sigmoid(f)
+    # y − σ(f) = y σ(−f) − (1 − y) σ(f): no cancellation in 1 − σ(f) for large f
+    return y * jax.nn.sigmoid(-f) - (1.0 - y) * jax.nn.sigmoid(f)
 
 
 def _bern_factor(f, obs_var):
-    p = jax.nn.sigmoid(f)
-    return jnp.diag(jnp.sqrt(p * (1.0 - p)))
+    # p (1 − p) = σ(f) σ(−f), accurate to a few ulps even where 1 − σ(f) would cancel
+    return jnp.diag(jnp.sqrt(jax.nn.sigmoid(f) * jax.nn.sigmoid(-f)))
 
 
 def _bern_coef(y, f, obs_var):

@@ -69,28 +69,40 @@ def _require_factor(curv):
     return curv.factor
 
 
+TALL_FROM = 65536
+"""From this many parameters on, the natural step stores W̃ as a (P, k) matrix (what the
+products see is the same W̃ᵀ through a transpose that XLA folds into them). On CPU with
+R = 10 the k-major rows are faster while they fit in cache (P = 881: 56 vs 72 µs per
+step; P = 2410: 289 vs 404 µs) and the P-major matrix beyond (P = 1e5: 0.84×, 1e6: 0.70×
+the time), where XLA's Gram product W̃ᵀ W̃ over a k × P operand took 43 ms against 6 ms
+for the P × k one (``benchmarks/bench_scaling.py``; doc/performance.rst)."""
+
+
 def ngd(state, prior, g, curv, alpha):
     """Full-covariance natural step in factored form, then rank-R projection.
 
     Without a prior (BONG): Λ' = Υ + W̃W̃ᵀ, W̃ = [W, √α B].
     With a prior (one BLR step): Υ' = (1−α)Υ + αΥ₀, W̃ = [√(1−α) W, √α W₀, √α B].
     μ' = μ + α Λ'⁻¹ g̃ with the untruncated W̃ (Woodbury), then SVD projection.
-    All products run on the rows W̃ᵀ (k × P); see :mod:`..linalg`.
+    All products are written on the rows W̃ᵀ (k × P); see :mod:`..linalg` and
+    :data:`TALL_FROM` for the memory layout.
     """
     root = jnp.sqrt(alpha)
-    factor_rows = root * _require_factor(curv).T
+    factor = root * _require_factor(curv)
     coef, rest = gradient_split(g, curv)
     if prior is None:
         prec_diag = state.prec_diag
-        rows = jnp.concatenate([state.prec_lr.T, factor_rows])
+        parts = [state.prec_lr, factor]
     else:
         rest = _kl_gradient(state, prior, rest)
         prec_diag = (1.0 - alpha) * state.prec_diag + alpha * prior.prec_diag
-        rows = jnp.concatenate(
-            [jnp.sqrt(1.0 - alpha) * state.prec_lr.T, jnp.sqrt(alpha) * prior.prec_lr.T, factor_rows]
-        )
+        parts = [jnp.sqrt(1.0 - alpha) * state.prec_lr, jnp.sqrt(alpha) * prior.prec_lr, factor]
+    if state.mean.shape[0] >= TALL_FROM:  # W̃ stored P-major, seen through a transpose
+        rows = jnp.concatenate(parts, axis=1).T
+    else:  # W̃ᵀ stored k-major
+        rows = jnp.concatenate([a.T for a in parts])
     gram, inner, scaled = dlr_grams(prec_diag, rows)
-    lead = jnp.zeros((rows.shape[0] - factor_rows.shape[0],), rows.dtype)
+    lead = jnp.zeros((rows.shape[0] - factor.shape[1],), rows.dtype)
     coef = jnp.concatenate([lead, coef / root])  # B u = W̃ [0; u / √α]
     mean = state.mean + alpha * dlr_solve(prec_diag, rows, scaled, inner, coef, rest)
     head, dropped = project_rank(rows, gram, state.prec_lr.shape[1])
