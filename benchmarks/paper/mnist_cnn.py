@@ -294,6 +294,8 @@ def main():
     p.add_argument("--budget-per-run", type=float, default=None,
                    help="stop a run's stream after this many seconds of updates")
     p.add_argument("--resume", action="store_true", help="skip runs already in the JSON")
+    p.add_argument("--first-seed", type=int, default=0,
+                   help="run seeds first-seed .. seeds-1 (split a long run across processes)")
     p.add_argument("--timing", type=int, default=0, metavar="STEPS",
                    help="only time STEPS one-row updates of each config, round-robin in one "
                    "process (so that every config sees the same machine load); writes "
@@ -355,7 +357,7 @@ def main():
     Xtr, ytr, Xte, yte = load(args.data_dir)
     Xte, yte = Xte[: args.n_test], yte[: args.n_test]
     X_val, y_val = Xtr[50000:51000], ytr[50000:51000]
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.seeds):
         order = np.random.default_rng(seed).permutation(args.n_train)
         X, y = Xtr[: args.n_train][order], ytr[: args.n_train][order]
         for name in names:
