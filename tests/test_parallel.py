@@ -117,7 +117,9 @@ def test_fork_handler_records_a_started_runtime(monkeypatch):
 
 CHILD = textwrap.dedent(
     """
-    import multiprocessing as mp, sys, warnings
+    import faulthandler, multiprocessing as mp, sys, warnings
+    # if anything hangs, print every thread's stack and exit before the test's timeout
+    faulthandler.dump_traceback_later(float(sys.argv[2]), exit=True)
     import joblib, numpy as np
     from skbong import BongRegressor
     warnings.simplefilter("ignore")  # JAX's own os.fork() warning
@@ -163,7 +165,7 @@ def _run_isolated(arg, timeout=240):
     """Run CHILD in a fresh interpreter and its own process group; kill the group (the
     forked children included) if it hangs."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, arg],
+        [sys.executable, "-c", CHILD, arg, str(timeout - 30)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -173,8 +175,8 @@ def _run_isolated(arg, timeout=240):
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail(f"a forked child hung (no answer in {timeout} s)")
+        out, err = proc.communicate()
+        pytest.fail(f"a forked child hung (no answer in {timeout} s)\n{out[-2000:]}\n{err[-6000:]}")
     assert proc.returncode == 0 and out.strip().endswith("OK"), err[-3000:]
 
 

@@ -58,11 +58,15 @@ LOC_100_CHECKS = ("check_fit_idempotent", "check_fit_check_is_fitted", "check_n_
 
 
 def _expected_failures(estimator):
-    failures = {"check_sample_weight_equivalence_on_dense_data": SAMPLE_WEIGHT_REASON}
-    if estimator.rule != "bong" and estimator.learning_rate <= 0.05:
+    failures = {}
+    # With a deterministic estimator and α ≤ 1e-5 a doubled step and two steps differ by
+    # O(α²) relative, inside the check's rtol: that configuration must pass.
+    tiny_steps = estimator.hessian.startswith("lin") and estimator.learning_rate <= 1e-5
+    if estimator.rule == "bong" or not tiny_steps:
+        failures["check_sample_weight_equivalence_on_dense_data"] = SAMPLE_WEIGHT_REASON
+    if estimator.family == "diag_moment" and estimator.rule == "bbb":
         for name in TRAIN_CHECKS:
             failures[name] = SLOW_RATE_REASON
-    if estimator.family == "diag_moment" and estimator.rule == "bbb":
         for name in LOC_100_CHECKS:
             failures[name] = MOMENT_GD_REASON
     return failures
