@@ -457,20 +457,9 @@ def timing(names, args, rounds=3):
 
 
 def save(out, runs, tuning, settings, superseded=()):
-    import sys
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    record = {
-        "command": " ".join(sys.argv),
-        "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "settings": settings,
-        "machine": machine(),
-        "tuning": tuning,
-        "runs": runs,
-        "superseded_runs": list(superseded),
-    }
-    out.write_text(json.dumps(record, indent=1, default=str))
-    print(f"   saved {out}", flush=True)
+    """Write the runs so far (after every run: a long job keeps what it finished)."""
+    write_json({"tuning": tuning, "runs": runs, "superseded_runs": list(superseded)},
+               out.name, out, settings)
 
 
 def report(runs, eval_at):
