@@ -1,0 +1,171 @@
+"""skbong against the authors' research code, timed in the same process, interleaved.
+
+DESIGN.md lists the authors' per-observation times as measured once on this machine
+class; this VM's speed drifts by ±30 % from day to day, so the fair comparison is a
+ratio taken in one run. This script imports the update functions of the paper's code
+(``bong.src.bong``: ``update_lfg_bong`` = CM-EKF, ``update_ldlrg_bong`` = LO-FI,
+``update_ldg_bong`` = VD-EKF) from a checkout you supply, runs them in a
+``lax.fori_loop`` over the same 512-step stream, model and prior as skbong's
+``bench_steps.py`` cases, and alternates them with skbong's compiled stream, keeping
+the fastest run of each:
+
+* ``skbong``: ``engine.run_stream`` as the estimators call it (with the validity check
+  and state selection that keep a bad update from corrupting the belief, and the
+  prequential log-likelihood and outputs of every step);
+* ``skbong update only``: the same update without those two extras, as research code
+  times it (``bench_profile.py``'s variant);
+* ``authors``: the authors' update in the same loop.
+
+It also prints the largest difference between the two posterior means after the stream,
+to show that the same algorithm is timed: CM-EKF and LO-FI agree to float32 rounding
+(for softmax outputs the authors' EKF on the class probabilities has the same
+Gauss-Newton curvature up to its 1e-5 jitter). The diagonal updates differ: the authors'
+``update_ldg_bong`` moves the mean with the Kalman gain of the predicted diagonal
+covariance, BONG's natural step (VD-EKF, eqs. 212–215) with the updated one; both cost
+O(P C) per row.
+
+The checkout is not part of skbong and nothing of it is copied: get it with
+``git clone https://github.com/petergchang/bong``. Its ``bong.util`` imports flax,
+optuna, pytz and jax_tqdm for experiment helpers this script does not call; where
+those are not installed they are replaced by inert stand-ins before the import.
+
+Usage: ``python benchmarks/bench_authors.py --authors-src DIR [--quick] [--out FILE]``
+"""
+
+import importlib.util
+import sys
+import time
+from functools import partial
+from unittest import mock
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from _common import CASES, E, block, load_note, make_problem, parser, table, write_json
+from bench_profile import VARIANTS
+from bench_profile import run as run_variant
+
+STEPS = 512
+HEADLINE = [("mlp881", "dlr", 78.0), ("mlp2410", "dlr", 337.0), ("linreg10", "full", 1.7),
+            ("linreg100", "full", 3.4), ("mlp881", "diag", 3.5)]
+UPDATES = {"full": "update_lfg_bong", "dlr": "update_ldlrg_bong", "diag": "update_ldg_bong"}
+
+
+def import_authors(src):
+    """``bong.src.bong`` from the checkout ``src``."""
+    for names in (("flax", "flax.linen"), ("optuna",), ("pytz",), ("jax_tqdm",)):
+        if importlib.util.find_spec(names[0]) is None:
+            for name in names:
+                sys.modules[name] = mock.MagicMock(name=name)
+    sys.path.insert(0, str(src))
+    from bong.src import bong, states
+
+    return bong, states
+
+
+def authors_problem(authors, case, family, state, mean0, hyper):
+    """The authors' initial state and mean / covariance functions for one case."""
+    bong, states = authors
+    model = E.MLP(**CASES[case]["model"])
+    obs_var = hyper.obs_var
+
+    def mean_fn(w, x):
+        return model.apply(w, x[None])[0]
+
+    if CASES[case]["likelihood"] == "categorical":
+        # as in their classification experiments: the EKF on the class probabilities
+        # with the moment-matched covariance (the same Gauss-Newton curvature as
+        # skbong's LIN-HESS up to the 1e-5 jitter)
+        logits_fn = mean_fn
+
+        def mean_fn(w, x):
+            return jax.nn.softmax(logits_fn(w, x))
+
+        def cov_fn(w, x):
+            p = mean_fn(w, x)
+            return jnp.diag(p) - jnp.outer(p, p) + 1e-5 * jnp.eye(p.shape[0], dtype=p.dtype)
+    else:
+
+        def cov_fn(w, x):
+            return obs_var * jnp.eye(1, dtype=w.dtype)
+
+    p, prior_var = mean0.shape[0], hyper.prior_var
+    if family == "full":
+        init = states.AgentState(mean0, prior_var * jnp.eye(p, dtype=mean0.dtype))
+    elif family == "diag":
+        init = states.AgentState(mean0, prior_var * jnp.ones(p, mean0.dtype))
+    else:
+        init = states.DLRAgentState(mean0, jnp.full((p, 1), 1.0 / prior_var, mean0.dtype),
+                                    jnp.zeros_like(state.prec_lr))
+    update = partial(getattr(bong, UPDATES[family]), log_likelihood=None,
+                     emission_mean_function=mean_fn, emission_cov_function=cov_fn)
+    return init, update
+
+
+@partial(jax.jit, static_argnames=("update",))
+def run_authors(update, init, xs, ys, key):
+    """The authors' update over the stream (one row per step), in a fori_loop."""
+
+    def body(t, state):
+        return update(jax.random.fold_in(key, t), state, xs[t, 0], ys[t, 0])
+
+    return jax.lax.fori_loop(0, xs.shape[0], body, init)
+
+
+def compare(authors, case, family, budget):
+    cfg, state, mean0, hyper, (xs, ys, ws) = make_problem(case, family, steps=STEPS)
+    key = jax.random.PRNGKey(0)
+    init, update = authors_problem(authors, case, family, state, mean0, hyper)
+    calls = {
+        "skbong": lambda: E.run_stream(cfg, state, mean0, hyper, xs, ys, ws, 0, key)[0],
+        "skbong update only": lambda: run_variant(cfg, VARIANTS["update only"], state, mean0,
+                                                  hyper, xs, ys, ws, key)[0],
+        "authors": lambda: run_authors(update, init, xs, ys, key),
+    }
+    means = {name: np.asarray(block(fn()).mean, np.float64) for name, fn in calls.items()}
+    best = dict.fromkeys(calls, float("inf"))
+    stop = time.perf_counter() + budget
+    while time.perf_counter() < stop:
+        for name, fn in calls.items():
+            t0 = time.perf_counter()
+            block(fn())
+            best[name] = min(best[name], time.perf_counter() - t0)
+    us = {name: t / STEPS * 1e6 for name, t in best.items()}
+    return {
+        "case": case, "P": int(mean0.shape[0]), "family": family, **us,
+        "authors / skbong": us["authors"] / us["skbong"],
+        "authors / update only": us["authors"] / us["skbong update only"],
+        "max |mean diff|": float(np.max(np.abs(means["skbong"] - means["authors"]))),
+        "max |mean change|": float(np.max(np.abs(means["skbong"] - np.asarray(mean0)))),
+    }
+
+
+def main():
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--authors-src", required=True,
+                   help="checkout of https://github.com/petergchang/bong (the repository root)")
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds of interleaved runs per case (default 20, --quick 6)")
+    args = p.parse_args()
+    authors = import_authors(args.authors_src)
+    budget = args.budget or (6.0 if args.quick else 20.0)
+    rows = []
+    for case, family, design_us in HEADLINE:
+        row = compare(authors, case, family, budget)
+        row["DESIGN.md authors"] = design_us
+        rows.append(row)
+        print(f"{case} {family}: skbong {row['skbong']:.2f} µs, update only "
+              f"{row['skbong update only']:.2f}, authors {row['authors']:.2f}", flush=True)
+    note = load_note()
+    print(f"\n== µs per step, fastest of interleaved runs ==  ({note})")
+    cols = ["case", "P", "family", "skbong", "skbong update only", "authors", "DESIGN.md authors",
+            "authors / skbong", "authors / update only", "max |mean diff|", "max |mean change|"]
+    fmt = {c: "{:.2f}" for c in cols[3:9]}
+    fmt.update({"max |mean diff|": "{:.1e}", "max |mean change|": "{:.1e}"})
+    table(rows, cols, fmt)
+    write_json({"budget_s": budget, "steps": STEPS, "load": note, "rows": rows},
+               "authors_quick.json" if args.quick else "authors.json", args.out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Where a step's time goes: the compiled stream with pieces removed, timed interleaved.
+
+For each headline case the same 512-step stream is compiled in five variants and the
+variants are run in turn until the time budget is spent (so that every variant sees the
+same machine load), keeping the fastest run of each:
+
+* ``shipped``: ``engine.run_stream`` as the estimators call it;
+* ``no check``: the update applied without the validity check and state selection
+  (what a step costs if a non-finite update may corrupt the belief);
+* ``no outputs``: without the prequential log-likelihood and plugin outputs;
+* ``update only``: neither; the algorithm alone, as research code times it;
+* ``loop only``: the loop with its carry and per-step slicing, and no step at all
+  (the fixed cost of one iteration of XLA's CPU while loop).
+
+The differences are the cost of each piece; ``update only`` is the figure to compare
+with the authors' code, which neither checks its updates nor scores the stream.
+
+Usage: ``python benchmarks/bench_profile.py [--quick] [--out FILE] [--budget SECONDS]``
+"""
+
+import time
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+from _common import E, block, load_note, make_problem, parser, table, write_json
+
+CASES = [("mlp881", "dlr"), ("mlp2410", "dlr"), ("linreg10", "full"),
+         ("linreg100", "full"), ("mlp881", "diag")]
+STEPS = 512
+
+
+def make_step(check, outputs):
+    """A stream step with the validity check and the prequential outputs on or off."""
+
+    def step(config, state, mean0, hyper, x, y, w, key):
+        family = E.FAMILIES[config.family]
+        predicted = family.predict(state, mean0, hyper) if config.dynamic else state
+        if outputs:
+            f = config.model.apply(predicted.mean, x)
+            log_lik = jax.vmap(E.LIKELIHOODS[config.likelihood].log_prob,
+                               in_axes=(0, 0, None))(y, f, hyper.obs_var)
+        else:
+            f, log_lik = jnp.zeros(y.shape, x.dtype), jnp.zeros(w.shape, x.dtype)
+        new = E.update(config, predicted, x, y, w, hyper, key)
+        if not check:
+            return new, (log_lik, f, jnp.array(True))
+        ok = family.is_valid(new)
+        keep = jnp.any(w != 0) & ok
+        new = jax.tree_util.tree_map(lambda a, b: jnp.where(keep, a, b), new, state)
+        return new, (log_lik, f, ok)
+
+    return step
+
+
+def loop_only(config, state, mean0, hyper, x, y, w, key):
+    """No step: the carry passes through; the outputs take this step's rows."""
+    return state, (w, y, jnp.any(w != 0))
+
+
+@partial(jax.jit, static_argnames=("config", "step"))
+def run(config, step, state, mean0, hyper, xs, ys, ws, key):
+    """The loop of ``engine.run_stream`` around ``step``."""
+    n = xs.shape[0]
+    dtype = state.mean.dtype
+    out0 = (jnp.zeros(ws.shape, dtype), jnp.zeros(ys.shape, dtype), jnp.ones(n, bool))
+
+    def body(t, carry):
+        belief, (ll, f, ok) = carry
+        belief, (llt, ft, okt) = step(config, belief, mean0, hyper, xs[t], ys[t], ws[t],
+                                      jax.random.fold_in(key, t))
+        return belief, (ll.at[t].set(llt), f.at[t].set(ft), ok.at[t].set(okt))
+
+    return jax.lax.fori_loop(0, n, body, (state, out0))
+
+
+VARIANTS = {
+    "no check": make_step(check=False, outputs=True),
+    "no outputs": make_step(check=True, outputs=False),
+    "update only": make_step(check=False, outputs=False),
+    "loop only": loop_only,
+}
+
+
+def profile(case, family, budget):
+    cfg, state, mean0, hyper, (xs, ys, ws) = make_problem(case, family, steps=STEPS)
+    key = jax.random.PRNGKey(0)
+    calls = {"shipped": lambda: E.run_stream(cfg, state, mean0, hyper, xs, ys, ws, 0, key)}
+    for name, step in VARIANTS.items():
+        calls[name] = partial(run, cfg, step, state, mean0, hyper, xs, ys, ws, key)
+    for fn in calls.values():
+        block(fn())  # compile
+    best = dict.fromkeys(calls, float("inf"))
+    stop = time.perf_counter() + budget
+    while time.perf_counter() < stop:
+        for name, fn in calls.items():
+            t0 = time.perf_counter()
+            block(fn())
+            best[name] = min(best[name], time.perf_counter() - t0)
+    us = {name: t / STEPS * 1e6 for name, t in best.items()}
+    row = {"case": case, "P": int(state.mean.shape[0]), "family": family, **us}
+    row["check"] = us["shipped"] - us["no check"]
+    row["outputs"] = us["shipped"] - us["no outputs"]
+    return row
+
+
+def main():
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds of interleaved runs per case (default 20, --quick 6)")
+    args = p.parse_args()
+    budget = args.budget or (6.0 if args.quick else 20.0)
+    rows = []
+    for case, family in CASES:
+        rows.append(profile(case, family, budget))
+        print(f"{case} {family}: " + ", ".join(
+            f"{k} {rows[-1][k]:.2f}" for k in ["shipped", *VARIANTS]), flush=True)
+    note = load_note()
+    print(f"\n== µs per step, fastest of interleaved runs ==  ({note})")
+    cols = ["case", "P", "family", "shipped", *VARIANTS, "check", "outputs"]
+    table(rows, cols, {c: "{:.2f}" for c in cols[3:]})
+    write_json({"budget_s": budget, "steps": STEPS, "load": note, "rows": rows},
+               "profile_quick.json" if args.quick else "profile.json", args.out)
+
+
+if __name__ == "__main__":
+    main()
