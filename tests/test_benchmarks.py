@@ -1,0 +1,53 @@
+"""The profiling benchmark times the computation it claims to.
+
+``benchmarks/bench_profile.py`` removes pieces of the stream step (the validity check,
+the prequential outputs) to attribute their cost. On a stream where no update is
+refused, removing them must not change the posterior: every variant must end where
+``engine.run_stream`` ends (XLA may fuse the variants differently, so equality is to a
+few float32 ulps of the state's scale, not bitwise), and the loop-only variant must
+leave the belief untouched.
+"""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def profile_module():
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_profile", BENCH / "bench_profile.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_profile_variants_compute_the_shipped_update(profile_module):
+    bp, E = profile_module, profile_module.E
+    cfg, state, mean0, hyper, (xs, ys, ws) = bp.make_problem("linreg10", "full", steps=16)
+    key = jax.random.PRNGKey(0)
+    shipped, _, _, ok = E.run_stream(cfg, state, mean0, hyper, xs, ys, ws, 0, key)
+    assert np.all(np.asarray(ok))  # a clean stream: nothing refused, so nothing to select
+    moved = np.max(np.abs(np.asarray(shipped.mean) - np.asarray(mean0)))
+    assert moved > 1e-3  # the stream does update the belief
+    eps = np.finfo(np.float32).eps
+    for name in ("no check", "no outputs", "update only"):
+        out, _ = bp.run(cfg, bp.VARIANTS[name], state, mean0, hyper, xs, ys, ws, key)
+        for got, want in zip(out, shipped, strict=True):
+            want = np.asarray(want)
+            scale = max(np.max(np.abs(want)), 1.0)
+            # 16 sequential steps, each a few roundings of the state's scale
+            np.testing.assert_allclose(np.asarray(got), want, rtol=0, atol=1e3 * eps * scale,
+                                       err_msg=name)
+    idle, _ = bp.run(cfg, bp.VARIANTS["loop only"], state, mean0, hyper, xs, ys, ws, key)
+    for got, want in zip(idle, state, strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
