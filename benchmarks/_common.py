@@ -86,6 +86,20 @@ def min_time(fn, repeats, min_total=0.0):
     return best, cpu / n
 
 
+def interleaved(calls, budget):
+    """Fastest wall time of each compiled call in ``calls`` (name -> function), the
+    calls run in turn until ``budget`` seconds are spent, so that every one of them sees
+    the same machine load. Compile them (call each once) before."""
+    best = dict.fromkeys(calls, float("inf"))
+    stop = time.perf_counter() + budget
+    while time.perf_counter() < stop:
+        for name, fn in calls.items():
+            t0 = time.perf_counter()
+            block(fn())
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
 def peak_rss_mib():
     """Peak resident set size of this process so far (MiB)."""
     kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

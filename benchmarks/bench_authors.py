@@ -34,14 +34,23 @@ Usage: ``python benchmarks/bench_authors.py --authors-src DIR [--quick] [--out F
 
 import importlib.util
 import sys
-import time
 from functools import partial
 from unittest import mock
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _common import CASES, E, block, load_note, make_problem, parser, table, write_json
+from _common import (
+    CASES,
+    E,
+    block,
+    interleaved,
+    load_note,
+    make_problem,
+    parser,
+    table,
+    write_json,
+)
 from bench_profile import VARIANTS
 from bench_profile import run as run_variant
 
@@ -123,14 +132,7 @@ def compare(authors, case, family, budget):
         "authors": lambda: run_authors(update, init, xs, ys, key),
     }
     means = {name: np.asarray(block(fn()).mean, np.float64) for name, fn in calls.items()}
-    best = dict.fromkeys(calls, float("inf"))
-    stop = time.perf_counter() + budget
-    while time.perf_counter() < stop:
-        for name, fn in calls.items():
-            t0 = time.perf_counter()
-            block(fn())
-            best[name] = min(best[name], time.perf_counter() - t0)
-    us = {name: t / STEPS * 1e6 for name, t in best.items()}
+    us = {name: t / STEPS * 1e6 for name, t in interleaved(calls, budget).items()}
     return {
         "case": case, "P": int(mean0.shape[0]), "family": family, **us,
         "authors / skbong": us["authors"] / us["skbong"],

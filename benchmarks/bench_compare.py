@@ -17,11 +17,12 @@ import shutil
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import jax
 import numpy as np
-from _common import E, block, load_note, make_problem, parser, table, write_json
+from _common import E, block, interleaved, load_note, make_problem, parser, table, write_json
 
 DEFAULT = ["mlp881:dlr", "mlp2410:dlr", "linreg10:full", "linreg100:full", "mlp881:diag"]
 
@@ -68,13 +69,8 @@ def main():
             runs[tag] = (a, engine, time.perf_counter() - t0, out)
         diff = float(np.max(np.abs(np.asarray(runs["before"][3][0].mean)
                                    - np.asarray(runs["after"][3][0].mean))))
-        best = {tag: float("inf") for tag in runs}
-        t_end = time.perf_counter() + budget
-        while time.perf_counter() < t_end:
-            for tag, (a, engine, _, _) in runs.items():
-                t0 = time.perf_counter()
-                block(engine.run_stream(*a))
-                best[tag] = min(best[tag], time.perf_counter() - t0)
+        best = interleaved({tag: partial(engine.run_stream, *a)
+                            for tag, (a, engine, _, _) in runs.items()}, budget)
         row = {"spec": spec,
                "before_us": best["before"] / args.steps * 1e6,
                "after_us": best["after"] / args.steps * 1e6,

@@ -18,12 +18,11 @@ with the authors' code, which neither checks its updates nor scores the stream.
 Usage: ``python benchmarks/bench_profile.py [--quick] [--out FILE] [--budget SECONDS]``
 """
 
-import time
 from functools import partial
 
 import jax
 import jax.numpy as jnp
-from _common import E, block, load_note, make_problem, parser, table, write_json
+from _common import E, block, interleaved, load_note, make_problem, parser, table, write_json
 
 CASES = [("mlp881", "dlr"), ("mlp2410", "dlr"), ("linreg10", "full"),
          ("linreg100", "full"), ("mlp881", "diag")]
@@ -90,14 +89,7 @@ def profile(case, family, budget):
         calls[name] = partial(run, cfg, step, state, mean0, hyper, xs, ys, ws, key)
     for fn in calls.values():
         block(fn())  # compile
-    best = dict.fromkeys(calls, float("inf"))
-    stop = time.perf_counter() + budget
-    while time.perf_counter() < stop:
-        for name, fn in calls.items():
-            t0 = time.perf_counter()
-            block(fn())
-            best[name] = min(best[name], time.perf_counter() - t0)
-    us = {name: t / STEPS * 1e6 for name, t in best.items()}
+    us = {name: t / STEPS * 1e6 for name, t in interleaved(calls, budget).items()}
     row = {"case": case, "P": int(state.mean.shape[0]), "family": family, **us}
     row["check"] = us["shipped"] - us["no check"]
     row["outputs"] = us["shipped"] - us["no outputs"]
