@@ -23,9 +23,10 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 from _common import E, block, interleaved, load_note, make_problem, parser, table, write_json
+from bench_steps import HEADLINE as STEPS_HEADLINE
 
-CASES = [("mlp881", "dlr"), ("mlp2410", "dlr"), ("linreg10", "full"),
-         ("linreg100", "full"), ("mlp881", "diag")]
+# bench_steps' headline BONG cases
+CASES = [(case, family) for case, family, rule, _, _ in STEPS_HEADLINE if rule == "bong"]
 STEPS = 512
 
 
