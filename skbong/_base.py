@@ -148,17 +148,25 @@ def _dlr_variances_positive(state):
 
     Υ + W Wᵀ is positive definite by construction (Υ > 0 is checked in every step), but
     an update with an enormous row leaves a precision so ill-conditioned that these
-    variances, which the predictives use, cancel to zero. O(P R²), once per call."""
+    variances, which the predictives use, cancel to zero. O(P R²), once per call.
+
+    V is formed with the explicit R × R inverse L⁻¹ (LAPACK ``trtri``) and one matrix
+    product, not a triangular solve against the P right-hand sides (``potrs``): the solve
+    runs on OpenBLAS's own threads and on busy cores took 14 ms at P = 57,722 (0.46 ms at
+    P = 881) against 3 ms (0.01 ms) for the product. Since ``I + Wᵀ Υ⁻¹ W ⪰ I``,
+    ‖L⁻¹‖ ≤ 1 and the explicit inverse loses no accuracy."""
     _, prec_diag, w = state
     scaled = w / prec_diag[:, None]
     inner = np.eye(w.shape[1], dtype=w.dtype) + w.T @ scaled
-    potrf, potrs = scipy.linalg.lapack.get_lapack_funcs(("potrf", "potrs"), (inner,))
+    potrf, trtri = scipy.linalg.lapack.get_lapack_funcs(("potrf", "trtri"), (inner,))
     chol, info = potrf(inner, lower=True)  # LAPACK directly: a few µs, not numpy's ~20
     if info != 0:
         return False
-    solved, info = potrs(chol, scaled.T, lower=True)  # (L Lᵀ)⁻¹ Wᵀ Υ⁻¹
-    rows = np.sum(scaled.T * solved, axis=0)  # rowsum(V²) = diag(Υ⁻¹ W (L Lᵀ)⁻¹ Wᵀ Υ⁻¹)
-    return info == 0 and bool(np.all(1.0 / prec_diag - rows > 0))
+    inv_chol, info = trtri(chol, lower=True)
+    if info != 0:
+        return False
+    root = scaled @ inv_chol.T  # V = Υ⁻¹ W L⁻ᵀ
+    return bool(np.all(1.0 / prec_diag - np.einsum("pr,pr->p", root, root) > 0))
 
 
 _UNSOUND = {
