@@ -157,6 +157,85 @@ def write_json(payload, default_name, out, settings):
     return path
 
 
+def merge_runs(out, sources, key=("config", "seed")):
+    """Merge the runs of JSON files written by parallel processes into ``out``.
+
+    A long grid is split across processes, each writing its own file (``--out``); this
+    joins them. Runs are matched by ``key``: a run that ``out`` or an earlier source
+    already holds unchanged is kept once (a ``--resume`` process starts from a copy of
+    the finished runs), and a run that differs is an error naming both files, since
+    keeping either silently would hide a rerun. Nothing is written when that happens.
+
+    ``out`` keeps its own record (command, settings, machine); when it does not exist the
+    first source's record is the start. Every source's command is appended to
+    ``commands_merged``, tuning entries ``out`` lacks are added, and ``settings["configs"]``
+    and ``settings["seeds"]`` are recounted from the merged runs.
+
+    Parameters
+    ----------
+    out : path-like
+        The JSON to merge into (created if absent).
+    sources : list of path-like
+        JSON files written by the same script, each with ``runs`` (and ``tuning``).
+    key : tuple of str, default ("config", "seed")
+        The run fields that identify a run.
+
+    Returns
+    -------
+    record : dict
+        What was written to ``out``.
+    """
+    out, sources = Path(out), [Path(s) for s in sources]
+    loaded = [(s, json.loads(s.read_text())) for s in sources]
+    if out.exists():
+        record = json.loads(out.read_text())
+        origin = {_run_key(r, key): out for r in record["runs"]}
+    else:
+        record = {**loaded[0][1], "runs": [], "superseded_runs": []}
+        origin = {}
+    record.setdefault("tuning", {})
+    record.setdefault("superseded_runs", [])
+    commands = record.setdefault("commands_merged", [record["command"]] if out.exists() else [])
+    index = {_run_key(r, key): r for r in record["runs"]}
+    for path, source in loaded:
+        for run in source["runs"]:
+            k = _run_key(run, key)
+            if k not in index:
+                index[k], origin[k] = run, path
+                record["runs"].append(run)
+            elif index[k] != run:
+                raise ValueError(
+                    f"run {dict(zip(key, k))} differs between {origin[k]} and "
+                    f"{path}; remove the one to drop and merge again"
+                )
+        for name, value in source.get("tuning", {}).items():
+            record["tuning"].setdefault(name, value)
+        for run in source.get("superseded_runs", []):
+            if run not in record["superseded_runs"]:
+                record["superseded_runs"].append(run)
+        if source["command"] not in commands:
+            commands.append(source["command"])
+        record["finished"] = max(record["finished"], source["finished"])
+    settings = record.get("settings", {})
+    if "configs" in settings:
+        configs = list(dict.fromkeys(r["config"] for r in record["runs"]))
+        counts = {sum(r["config"] == c for r in record["runs"]) for c in configs}
+        settings["configs"] = configs
+        settings["seeds"] = (
+            counts.pop()
+            if len(counts) == 1
+            else "per configuration, see the runs (merged by (config, seed))"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1, default=_jsonable))
+    print(f"merged {len(sources)} file(s) into {out}: {len(record['runs'])} runs")
+    return record
+
+
+def _run_key(run, key):
+    return tuple(run[f] for f in key)
+
+
 def _jsonable(v):
     if isinstance(v, (np.floating, np.integer)):
         return v.item()

@@ -41,7 +41,9 @@ Configurations (``--configs``; names are ``rule-family-hessian``): the 12 of Fig
 (bong/bog/blr/bbb × lin_hess/lin_ef/mc_ef with dlr-10) and the 9 more of Fig. 2 (bong ×
 diag/diag_mom/dlr1 × the three estimators). ``--configs headline`` runs a subset that
 tests each conclusion of the paper; ``all`` runs all 21. Results are appended to the JSON
-after every run; ``--resume`` skips runs already there.
+after every run; ``--resume`` skips runs already there. A long grid can be split across
+processes, each with its own ``--out`` (and ``--first-seed``); ``--merge A.json B.json
+--out all.json`` then joins their runs by (config, seed).
 
 Run (hours on 2 CPU cores): ``python benchmarks/paper/mnist_cnn.py --configs headline
 --seeds 1``; a smoke test: ``--quick``.
@@ -62,6 +64,7 @@ from _shared import (
     header,
     machine,
     mean_se,
+    merge_runs,
     parser,
     pm,
     pyplot,
@@ -302,10 +305,16 @@ def main():
                    "mnist_cnn_timing.json")
     p.add_argument("--replot", action="store_true",
                    help="only print the tables (and draw --figure) from the JSON (--out)")
+    p.add_argument("--merge", nargs="+", type=Path, default=None, metavar="JSON",
+                   help="only merge the runs of these JSON files (parallel processes' --out) "
+                   "into --out by (config, seed), then print the tables as --replot does")
     args = p.parse_args()
-    if args.replot:
+    if args.replot or args.merge:
         path = Path(args.out) if args.out else RESULTS / "mnist_cnn.json"
-        runs = json.loads(path.read_text())["runs"]
+        if args.merge:
+            runs = merge_runs(path, args.merge)["runs"]
+        else:
+            runs = json.loads(path.read_text())["runs"]
         eval_at = sorted({int(t) for r in runs for t in r["evals"]})
         report(runs, eval_at)
         if args.figure:
