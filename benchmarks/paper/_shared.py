@@ -92,10 +92,31 @@ def machine():
         "jax": jax.__version__,
         "numpy": np.__version__,
         "devices": [str(d) for d in jax.devices()],
+        "cpu": cpu_model(),
         "cpu_count": os.cpu_count(),
         "load_average": os.getloadavg(),
         "skbong_revision": git_revision(),
     }
+
+
+def cpu_model():
+    """The CPU's model name and whether it has AVX-512.
+
+    XLA compiles for the host's vector instructions, so float32 results (and times)
+    can differ in the last bits between CPUs; iterated or chaotic updates amplify that.
+    """
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or "unknown"
+    first = info.split("\n\n", 1)[0]  # the first processor's block
+    fields = dict(
+        (key.strip(), value.strip())
+        for key, value in (line.split(":", 1) for line in first.splitlines() if ":" in line)
+    )
+    model = fields.get("model name", "unknown")
+    flags = fields.get("flags", "").split()
+    return f"{model}, {'with' if 'avx512f' in flags else 'no'} AVX-512"
 
 
 def header(title, settings):

@@ -61,6 +61,7 @@ import numpy as np
 from _shared import (
     RESULTS,
     check_data,
+    cpu_model,
     header,
     machine,
     mean_se,
@@ -411,6 +412,7 @@ def main():
                 "skipped": int(est.n_skipped_),
                 "wall_s": time.perf_counter() - t_start,
                 "revision": machine()["skbong_revision"],
+                "cpu": cpu_model(),
                 "load_average": list(os.getloadavg()),
                 "evals": {str(k): v for k, v in evals.items()},
             }
