@@ -210,23 +210,21 @@ def merge_runs(out, sources, key=("config", "seed")):
     loaded = [(s, json.loads(s.read_text())) for s in sources]
     if out.exists():
         record = json.loads(out.read_text())
-        origin = {_run_key(r, key): out for r in record["runs"]}
     else:
         record = {**loaded[0][1], "runs": [], "superseded_runs": []}
-        origin = {}
     record.setdefault("tuning", {})
     record.setdefault("superseded_runs", [])
     commands = record.setdefault("commands_merged", [record["command"]] if out.exists() else [])
-    index = {_run_key(r, key): r for r in record["runs"]}
+    held = {_run_key(r, key): (r, out) for r in record["runs"]}  # run and the file it came from
     for path, source in loaded:
         for run in source["runs"]:
             k = _run_key(run, key)
-            if k not in index:
-                index[k], origin[k] = run, path
+            if k not in held:
+                held[k] = (run, path)
                 record["runs"].append(run)
-            elif index[k] != run:
+            elif held[k][0] != run:
                 raise ValueError(
-                    f"run {dict(zip(key, k))} differs between {origin[k]} and "
+                    f"run {dict(zip(key, k))} differs between {held[k][1]} and "
                     f"{path}; remove the one to drop and merge again"
                 )
         for name, value in source.get("tuning", {}).items():
