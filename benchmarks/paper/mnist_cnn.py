@@ -61,7 +61,6 @@ import numpy as np
 from _shared import (
     RESULTS,
     check_data,
-    cpu_model,
     header,
     machine,
     mean_se,
@@ -399,6 +398,8 @@ def main():
             n = args.n_train_costly if costly(name, args) else args.n_train
             times, evals, stopped = stream(est, X[:n], y[:n], eval_at, evaluate,
                                            args.budget_per_run)
+            wall_s = time.perf_counter() - t_start
+            here = machine()  # after the wall time, as before
             run = {
                 "config": name,
                 "seed": seed,
@@ -410,9 +411,9 @@ def main():
                 "update_s": float(np.sum(times[1:])),
                 "median_step_s": float(np.median(times[1:])) if len(times) > 1 else None,
                 "skipped": int(est.n_skipped_),
-                "wall_s": time.perf_counter() - t_start,
-                "revision": machine()["skbong_revision"],
-                "cpu": cpu_model(),
+                "wall_s": wall_s,
+                "revision": here["skbong_revision"],
+                "cpu": here["cpu"],
                 "load_average": list(os.getloadavg()),
                 "evals": {str(k): v for k, v in evals.items()},
             }
