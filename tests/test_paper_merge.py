@@ -79,6 +79,15 @@ def test_merge_keeps_each_run_once_and_records_the_commands(tmp_path, merge_runs
     assert len(merged["runs"]) == 4
     assert merged["settings"]["seeds"] == 2
 
+    # a source that is itself a merge brings all the commands that made it
+    d = write(tmp_path / "d.json", record("run d", [run("x", 2, 0.4)]))
+    e = write(tmp_path / "e.json", record("run e", [run("y", 2, 0.3)]))
+    de = merge_runs(tmp_path / "de.json", [d, e])
+    assert de["commands_merged"] == ["run d", "run e"]
+    merged = merge_runs(out, [tmp_path / "de.json"])
+    assert merged["commands_merged"] == ["run a", "run b", "run c", "run d", "run e"]
+    assert len(merged["runs"]) == 6
+
 
 def test_merge_refuses_two_different_runs_under_one_key(tmp_path, merge_runs):
     out = write(tmp_path / "all.json", record("run a", [run("x", 0, 0.5)]))

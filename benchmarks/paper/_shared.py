@@ -188,9 +188,10 @@ def merge_runs(out, sources, key=("config", "seed")):
     keeping either silently would hide a rerun. Nothing is written when that happens.
 
     ``out`` keeps its own record (command, settings, machine); when it does not exist the
-    first source's record is the start. Every source's command is appended to
-    ``commands_merged``, tuning entries ``out`` lacks are added, and ``settings["configs"]``
-    and ``settings["seeds"]`` are recounted from the merged runs.
+    first source's record is the start. Every source's command (or, for a source that is
+    itself a merge, its ``commands_merged``) is appended to ``commands_merged``, tuning
+    entries ``out`` lacks are added, and ``settings["configs"]`` and ``settings["seeds"]``
+    are recounted from the merged runs.
 
     Parameters
     ----------
@@ -232,8 +233,10 @@ def merge_runs(out, sources, key=("config", "seed")):
         for run in source.get("superseded_runs", []):
             if run not in record["superseded_runs"]:
                 record["superseded_runs"].append(run)
-        if source["command"] not in commands:
-            commands.append(source["command"])
+        # a source that is itself a merge brings every command that made it
+        for command in source.get("commands_merged") or [source["command"]]:
+            if command not in commands:
+                commands.append(command)
         record["finished"] = max(record["finished"], source["finished"])
     settings = record.get("settings", {})
     if "configs" in settings:
