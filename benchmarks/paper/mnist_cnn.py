@@ -50,7 +50,6 @@ Run (hours on 2 CPU cores): ``python benchmarks/paper/mnist_cnn.py --configs hea
 """
 
 import json
-import os
 import time
 from functools import partial
 from pathlib import Path
@@ -414,7 +413,7 @@ def main():
                 "wall_s": wall_s,
                 "revision": here["skbong_revision"],
                 "cpu": here["cpu"],
-                "load_average": list(os.getloadavg()),
+                "load_average": list(here["load_average"]),
                 "evals": {str(k): v for k, v in evals.items()},
             }
             runs.append(run)
