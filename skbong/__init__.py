@@ -8,7 +8,7 @@ uncertain they are. The numerical engine is :mod:`skbong.engine` (pure JAX).
 
 from ._classifier import BongClassifier
 from ._regressor import BongRegressor
-from .exceptions import NonFiniteUpdateError
+from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
 from .pipeline import StreamingPipeline, make_streaming_pipeline
 
 __version__ = "0.1.0"
@@ -17,6 +17,7 @@ __all__ = [
     "BongClassifier",
     "BongRegressor",
     "NonFiniteUpdateError",
+    "SkippedRowsWarning",
     "StreamingPipeline",
     "make_streaming_pipeline",
     "__version__",

@@ -8,6 +8,7 @@ resume on another machine.
 
 import functools
 import os
+import warnings
 from numbers import Integral, Real
 
 import jax
@@ -19,7 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import engine
-from .exceptions import NonFiniteUpdateError
+from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
 
 STRUCTURAL = (
     "hidden_layer_sizes",
@@ -70,6 +71,12 @@ def _physical_memory():
     except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
         return 16 * 2**30
 
+
+PRIOR_GRID = 10.0 ** np.arange(-3, 4)
+"""Prior variances of the bank that ``prior_variance="auto"`` runs (K = 7, 10⁻³ … 10³)."""
+
+_MIN_WEIGHT = 1e-9
+"""Bank filters with a smaller posterior weight are left out of predictions."""
 
 _PARAM_NAMES = {}
 
@@ -195,7 +202,7 @@ class BongBase(BaseEstimator):
     """Parameters, validation and streaming shared by the BONG estimators."""
 
     _parameter_constraints = {
-        "hidden_layer_sizes": ["array-like"],
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
         "activation": [StrOptions(set(engine.models.ACTIVATIONS))],
         "model": "no_validation",
         "fit_intercept": ["boolean"],
@@ -206,7 +213,7 @@ class BongBase(BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "mc_samples": [Interval(Integral, 1, None, closed="left")],
-        "prior_variance": [Interval(Real, 0, None, closed="neither")],
+        "prior_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "drift": [Interval(Real, 0, 1, closed="right")],
         "process_noise": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -355,20 +362,43 @@ class BongBase(BaseEstimator):
             model=model,
             likelihood=self._likelihood(n_outputs),
             family=self.family,
-            rank=int(self.rank),
+            rank=min(int(self.rank), n_params),  # R ≥ P adds nothing: R = P is exact
             rule=self.rule,
             hessian=self.hessian,
             n_iter=int(self.n_iter),
             mc_samples=int(self.mc_samples),
             dynamic=bool(self.drift != 1.0 or self.process_noise != 0.0),
+            learn_noise=self._learns_noise(),
+            evidence=self._is_bank(),
         )
 
-    def _hyper(self, obs_var):
+    def _is_bank(self):
+        """Whether the prior variance is learned by a bank of filters."""
+        return isinstance(self.prior_variance, str)  # "auto"
+
+    def _learns_noise(self):
+        """Whether the Gaussian noise variance is learned online (regressor hook)."""
+        return False
+
+    def _prior_variances(self, config):
+        """Prior variance of every parameter, (P,) numpy in float64 (the model's fan-in
+        and intercept scaling of ``prior_variance``), cached per value."""
+        cached = getattr(self, "_prior_var_cache", None)
+        key = (repr(self.prior_variance), config.model)
+        if cached is None or cached[0] != key:
+            if self._is_bank():  # (K, P)
+                value = np.stack([config.model.prior_variances(v) for v in PRIOR_GRID])
+            else:
+                value = config.model.prior_variances(self.prior_variance)
+            cached = self._prior_var_cache = (key, value)
+        return cached[1]
+
+    def _hyper(self, obs_var, config):
         # numpy values: the jitted engine converts them in its fast C++ path, far cheaper
         # than one jnp.asarray dispatch per hyperparameter
         dt = self._jax_dtype()
         return engine.Hyper(
-            prior_var=np.asarray(self.prior_variance, dt),
+            prior_var=self._prior_variances(config).astype(dt),
             obs_var=np.asarray(obs_var, dt),
             learning_rate=np.asarray(self.learning_rate, dt),
             drift=np.asarray(self.drift, dt),
@@ -384,14 +414,30 @@ class BongBase(BaseEstimator):
         cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
         return cls(*self._state)
 
+    def _engine_state(self, state, noise):
+        """What the stream carries: the belief, paired with the noise posterior when it
+        is learned."""
+        cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
+        return cls(*state) if noise is None else (cls(*state), engine.NoiseState(*noise))
+
     def _reset(self, n_features, n_outputs, hidden):
         """Forget everything: draw the seed, build the configuration and the prior."""
         self._seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         config = self._build_config(n_features, n_outputs, hidden)
         with self._x64():
-            mean0, state = engine.prior(config, self._seed, self.prior_variance, self._jax_dtype())
-            self._prior_mean = np.asarray(mean0)
-            self._state = tuple(np.asarray(a) for a in state)
+            prior_var = self._prior_variances(config).astype(self._jax_dtype())
+            priors = [
+                engine.prior(config, self._seed, v, self._jax_dtype())
+                for v in np.atleast_2d(prior_var)
+            ]
+            self._prior_mean = np.asarray(priors[0][0])
+            states = [tuple(np.asarray(a) for a in state) for _, state in priors]
+        if self._is_bank():  # filters stacked on a leading axis; weights from the evidence
+            self._state = tuple(np.stack(parts) for parts in zip(*states))
+            self._log_evidence = np.zeros(len(PRIOR_GRID))
+        else:
+            self._state, self._log_evidence = states[0], None
+        self._noise = None
         self._fit_signature = self._signature()
         self._config_cache = (self._checked[0], config)
         self._hidden = hidden
@@ -436,13 +482,22 @@ class BongBase(BaseEstimator):
         size, n_rows = int(self.batch_size), X.shape[0]
         w = np.ones(n_rows, dt) if sample_weight is None else np.asarray(sample_weight, dt)
         X, Y = X.astype(dt, copy=False), Y.astype(dt, copy=False)
-        hyper = self._hyper(obs_var)
-        new_state, ok = self._run(
-            config, self._state, hyper, X, Y, w, self._n_steps, self._progress(n_rows)
+        hyper = self._hyper(obs_var, config)
+        noise = self._noise
+        if config.learn_noise and noise is None:  # start learning from the value in use
+            lead = (len(PRIOR_GRID),) if self._is_bank() else ()
+            a0 = np.full(lead + (len(obs_var),), engine.noise.PRIOR_DOF, dt)
+            noise = (a0, (a0 * obs_var).astype(dt))
+        elif not config.learn_noise:
+            noise = None
+        if self._is_bank():
+            return self._learn_bank(config, hyper, X, Y, w, noise, obs_var)
+        (new_state, new_noise), ok = self._run(
+            config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
         )
         not_pd = np.zeros_like(ok)
         if not _is_sound(self.family, new_state):
-            new_state, ok, not_pd = self._replay(config, hyper, X, Y, w)
+            (new_state, new_noise), ok, not_pd = self._replay(config, hyper, X, Y, w, noise)
         bad = np.flatnonzero(~ok)
         if bad.size and self.on_error == "raise":
             first = int(bad[0]) * size
@@ -456,24 +511,176 @@ class BongBase(BaseEstimator):
             raise NonFiniteUpdateError(
                 f"the update for {rows} of this batch gave {what} (family={self.family!r}, "
                 f"rule={self.rule!r}, hessian={self.hessian!r}); nothing from this call was "
-                "applied. Check the inputs for extreme values, lower prior_variance or "
-                "learning_rate, or pass on_error='skip'"
+                f"applied. {self._diagnosis(X)}"
+            )
+        if bad.size:
+            n_bad = int(np.minimum(size, n_rows - bad * size).sum())
+            warnings.warn(
+                f"{type(self).__name__} skipped {n_bad} of {n_rows} rows ({n_bad / n_rows:.1%}) "
+                f"of this call (on_error='skip'): their updates gave a non-finite or invalid "
+                f"posterior, so the model did not learn from them. {self._diagnosis(X)}",
+                SkippedRowsWarning,
+                stacklevel=4,
             )
         # commit: nothing above changed the estimator
-        self._state = new_state
+        self._state, self._noise = new_state, new_noise
+        self._obs_var = np.asarray(obs_var, np.float64)
         self._n_steps += -(-n_rows // size)
         self.n_skipped_ += int(np.minimum(size, n_rows - bad * size).sum())  # real rows only
         self.n_observations_ += int(n_rows)
         self._publish(config)
 
-    def _run(self, config, state, hyper, X, Y, w, step0, callback=None):
-        """Stream rows from the belief ``state`` (a tuple of numpy arrays) through the
-        compiled engine; return the new belief (numpy) and the per-step ``ok`` flags."""
-        cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
+    def _learn_bank(self, config, hyper, X, Y, w, noise, obs_var):
+        """:meth:`_learn` for the bank of prior variances (``prior_variance="auto"``).
+
+        All K filters learn every row in one compiled program. A filter whose update is
+        refused (non-finite, invalid or unsound, as in :meth:`_learn`) is dropped from
+        the bank: its weight becomes zero for good (a warning says so). Only when no
+        filter is left does the call fail, and then nothing is changed. The weight of a
+        filter is proportional to exp of its cumulative log predictive density of the
+        rows (the online evidence; the marginal likelihood in the conjugate case).
+        """
+        size, n_rows = int(self.batch_size), X.shape[0]
+        with self._x64():
+            new, log_lik, _, ok = engine.stream(
+                config,
+                self._engine_state(self._state, noise),
+                self._prior_mean,
+                hyper,
+                X,
+                Y,
+                w,
+                size,
+                self._n_steps,
+                self._key(1),
+                callback=self._progress(n_rows),
+                bank=True,
+            )
+        new_state, new_noise = new if config.learn_noise else (new, None)
+        new_state = tuple(np.asarray(a) for a in new_state)
+        new_noise = None if new_noise is None else tuple(np.asarray(a) for a in new_noise)
+        alive = np.isfinite(self._log_evidence)
+        for k in np.flatnonzero(alive):
+            state_k = tuple(a[k] for a in new_state)
+            alive[k] = bool(ok[k].all()) and _is_sound(self.family, state_k)
+        if not alive.any():
+            raise NonFiniteUpdateError(
+                f"the update of every filter of the prior-variance bank (prior_variance='auto', "
+                f"{PRIOR_GRID.tolist()}) gave a non-finite or invalid posterior on this batch "
+                f"(family={self.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); "
+                f"nothing from this call was applied. {self._diagnosis(X)}"
+            )
+        dropped = np.isfinite(self._log_evidence) & ~alive
+        if dropped.any():
+            warnings.warn(
+                f"{type(self).__name__}: the prior variance(s) {PRIOR_GRID[dropped].tolist()} "
+                "were dropped from the bank (prior_variance='auto'): their updates gave a "
+                "non-finite or invalid posterior on this batch. The others learned every row.",
+                SkippedRowsWarning,
+                stacklevel=4,
+            )
+        gain = np.sum(np.nan_to_num(log_lik.astype(np.float64)) * w[None, :], axis=1)
+        # commit: nothing above changed the estimator
+        self._log_evidence = np.where(alive, self._log_evidence + gain, -np.inf)
+        self._state, self._noise = new_state, new_noise
+        self._obs_var = np.asarray(obs_var, np.float64)
+        self._n_steps += -(-n_rows // size)
+        self.n_observations_ += int(n_rows)
+        self._publish(config)
+
+    def _components(self):
+        """The filters that predictions use: ``(weight, state, noise)`` with the state
+        and noise as tuples of numpy arrays (noise None when it is fixed). One filter of
+        weight 1, or the bank's filters of weight ≥ :data:`_MIN_WEIGHT` (renormalised)."""
+        if self._log_evidence is None:
+            return [(1.0, self._state, self._noise)]
+        weights = self.prior_weights_
+        keep = np.flatnonzero(weights >= _MIN_WEIGHT)
+        total = weights[keep].sum()
+        return [
+            (
+                weights[k] / total,
+                tuple(a[k] for a in self._state),
+                None if self._noise is None else tuple(a[k] for a in self._noise),
+            )
+            for k in keep
+        ]
+
+    @property
+    def prior_weights_(self):
+        """Posterior weights of the bank's prior variances (``prior_variance="auto"``),
+        shape (K,), aligned with ``prior_grid_``: proportional to the exp of each
+        filter's cumulative log predictive density (zero for a dropped filter)."""
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None:
+            raise AttributeError("prior_weights_ exists with prior_variance='auto' only")
+        log_w = self._log_evidence - np.max(self._log_evidence)
+        weights = np.exp(log_w)
+        return weights / weights.sum()
+
+    @property
+    def log_evidence_(self):
+        """Cumulative log predictive density of every row learned, per filter of the
+        bank (``prior_variance="auto"``), shape (K,): Σₜ wₜ log p(yₜ | xₜ, past), the
+        online evidence (for the linear-Gaussian model, the log marginal likelihood);
+        ``-inf`` for a dropped filter."""
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None:
+            raise AttributeError("log_evidence_ exists with prior_variance='auto' only")
+        return self._log_evidence.copy()
+
+    @property
+    def prior_grid_(self):
+        """The bank's prior variances (``prior_variance="auto"``), shape (K,)."""
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None:
+            raise AttributeError("prior_grid_ exists with prior_variance='auto' only")
+        return PRIOR_GRID.copy()
+
+    @property
+    def prior_variance_(self):
+        """The prior variance in use: ``prior_variance``, or with ``"auto"`` the bank's
+        value of largest weight."""
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None:
+            return float(self.prior_variance)
+        return float(PRIOR_GRID[np.argmax(self._log_evidence)])
+
+    def _diagnosis(self, X):
+        """What most likely helps, read from the inputs and the settings in use."""
+        hints = []
+        if X.size and float(np.max(np.abs(X))) > 50:
+            hints.append(
+                f"the inputs reach |x| = {float(np.max(np.abs(X))):.3g}: standardise them "
+                "(e.g. make_streaming_pipeline(StandardScaler(), ...))"
+            )
+        if self.family in ("diag", "diag_moment", "full_moment"):
+            hints.append(
+                f"family={self.family!r} is the least stable family (doc: 'Which combination "
+                "survives'); family='dlr' or 'full' take the same data without it"
+            )
+        if self.rule in ("bog", "bbb"):
+            hints.append(
+                f"rule={self.rule!r} takes plain-gradient steps of size "
+                f"learning_rate={self.learning_rate}: lower it, or use rule='bong' / 'blr'"
+            )
+        if not self._learns_noise() and getattr(self, "_likelihood", None) and (
+            self._likelihood(1) == "gaussian"
+        ):
+            hints.append("a fixed obs_variance too small for the data: try obs_variance='auto'")
+        hints.append(f"a smaller prior_variance (now {self.prior_variance!r})")
+        if self.dtype == "float32":
+            hints.append("dtype='float64'")
+        return "Most likely to help: " + "; ".join(hints) + "."
+
+    def _run(self, config, belief, hyper, X, Y, w, step0, callback=None):
+        """Stream rows from ``belief = (state, noise)`` (tuples of numpy arrays; noise
+        None when it is not learned) through the compiled engine; return the new belief
+        in the same form and the per-step ``ok`` flags."""
         with self._x64():
             new, _, _, ok = engine.stream(
                 config,
-                cls(*state),
+                self._engine_state(*belief),
                 self._prior_mean,
                 hyper,
                 X,
@@ -484,9 +691,12 @@ class BongBase(BaseEstimator):
                 self._key(1),
                 callback=callback,
             )
-            return tuple(np.asarray(a) for a in new), ok
+            state, noise = new if config.learn_noise else (new, None)
+            state = tuple(np.asarray(a) for a in state)
+            noise = None if noise is None else tuple(np.asarray(a) for a in noise)
+            return (state, noise), ok
 
-    def _replay(self, config, hyper, X, Y, w):
+    def _replay(self, config, hyper, X, Y, w, noise):
         """Slow path of a call whose belief failed :func:`_is_sound` at its end.
 
         Replays the call from the belief before it, chunk by chunk as the stream ran
@@ -497,8 +707,9 @@ class BongBase(BaseEstimator):
 
         Returns
         -------
-        state : tuple of ndarray
-            The belief after the accepted steps; it passes :func:`_is_sound`.
+        belief : (tuple of ndarray, tuple of ndarray or None)
+            The belief and noise posterior after the accepted steps; the belief passes
+            :func:`_is_sound`.
         ok : ndarray of bool (n_steps,)
             False for rejected steps (non-finite, invalid or unsound).
         not_pd : ndarray of bool (n_steps,)
@@ -508,7 +719,7 @@ class BongBase(BaseEstimator):
         n_steps = -(-n_rows // size)
         ok, not_pd = np.ones(n_steps, bool), np.zeros(n_steps, bool)
         stop = self.on_error == "raise"
-        state, start = self._state, 0
+        state, start = (self._state, noise), 0
 
         def run(state, first, end):  # steps first..end-1 from ``state``
             rows = slice(first * size, min(end * size, n_rows))
@@ -521,14 +732,14 @@ class BongBase(BaseEstimator):
             if start >= end:
                 break
             new, ok_chunk = run(state, start, end)
-            if _is_sound(self.family, new):
+            if _is_sound(self.family, new[0]):
                 state, ok[start:end] = new, ok_chunk
             else:
                 for t in range(start, end):
                     new, ok_step = run(state, t, t + 1)
                     if not ok_step[0]:
                         ok[t] = False
-                    elif not _is_sound(self.family, new):
+                    elif not _is_sound(self.family, new[0]):
                         ok[t], not_pd[t] = False, True
                     else:
                         state = new
@@ -559,7 +770,9 @@ class BongBase(BaseEstimator):
 
     def _publish(self, config):
         """Expose the belief as numpy fitted attributes (``posterior_var_`` on first access)."""
-        self.posterior_mean_ = self._state[0].copy()
+        self.posterior_mean_ = sum(
+            wt * np.asarray(st[0], np.float64) for wt, st, _ in self._components()
+        ).astype(self._state[0].dtype)
         self._posterior_var, self._fitted_config = None, config
         if self.model is None and not self._hidden:
             d, c = self.n_features_in_, self._n_out
@@ -577,9 +790,19 @@ class BongBase(BaseEstimator):
         check_is_fitted(self, "_state")
         if getattr(self, "_posterior_var", None) is None:
             _check_not_forked()
+            cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
+            parts = self._components()
             with self._x64():
-                var = engine.marginal_var(self._fitted_config, self._state_to_jax())
-                self._posterior_var = np.asarray(var)
+                var = [np.asarray(engine.marginal_var(self._fitted_config, cls(*st))) for _, st, _ in parts]
+            if len(parts) == 1:
+                self._posterior_var = var[0]
+            else:  # mixture: E[θ²] − E[θ]² over the bank's filters
+                second = sum(
+                    wt * (v.astype(np.float64) + np.square(st[0], dtype=np.float64))
+                    for (wt, st, _), v in zip(parts, var)
+                )
+                mean = self.posterior_mean_.astype(np.float64)
+                self._posterior_var = (second - mean * mean).astype(self._state[0].dtype)
         return self._posterior_var
 
     # ------------------------------------------------------------- fit paths
@@ -645,8 +868,9 @@ class BongBase(BaseEstimator):
         )
 
     # ------------------------------------------------------------ predicting
-    def _predict_rows(self, X, fn, **kw):
-        """Apply a jitted engine predictive to X in fixed-size row blocks."""
+    def _predict_rows(self, X, fn, state=None, **kw):
+        """Apply a jitted engine predictive to X in fixed-size row blocks (to the belief
+        ``state``, a tuple of numpy arrays, default the fitted one)."""
         check_is_fitted(self, "_state")
         _check_not_forked()
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
@@ -654,7 +878,8 @@ class BongBase(BaseEstimator):
         config = self._config()
         outs = []
         with self._x64():
-            state = self._state_to_jax()
+            cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
+            state = cls(*(self._state if state is None else state))
             key = self._key(2)
             big = _PREDICT_BLOCKS[-1]
             for start in range(0, X.shape[0], big):

@@ -1,9 +1,10 @@
 """BongClassifier: online Bayesian classification (Bernoulli or categorical likelihood)."""
 
 import numpy as np
+import scipy.special
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import column_or_1d
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from . import engine
 from ._base import BongBase
@@ -195,15 +196,23 @@ class BongClassifier(ClassifierMixin, BongBase):
         log_proba : ndarray of shape (n_samples, n_classes)
             Log probabilities, columns ordered as ``classes_``.
         """
-        (logp,) = self._predict_rows(
-            X,
-            lambda cfg, st, x, key: (
-                engine.predict_log_proba(
-                    cfg, st, x, key, self.predictive, int(self.predictive_samples)
+        check_is_fitted(self, "_state")
+        logps, log_w = [], []
+        for wt, state, _ in self._components():  # one filter, or the prior-variance bank
+            (logp,) = self._predict_rows(
+                X,
+                lambda cfg, st, x, key: (
+                    engine.predict_log_proba(
+                        cfg, st, x, key, self.predictive, int(self.predictive_samples)
+                    ),
                 ),
-            ),
-        )
-        return logp.astype(np.float64)
+                state=state,
+            )
+            logps.append(logp.astype(np.float64))
+            log_w.append(np.log(wt))
+        if len(logps) == 1:
+            return logps[0]
+        return scipy.special.logsumexp(np.array(logps) + np.array(log_w)[:, None, None], axis=0)
 
     def predict_proba(self, X):
         """Posterior predictive class probabilities under ``predictive``.

@@ -5,6 +5,8 @@ from numbers import Real
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.special
+import scipy.stats
 from sklearn.base import RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -51,10 +53,19 @@ class BongRegressor(RegressorMixin, BongBase):
     mc_samples : int, default=10
         Samples M of the MC estimators.
     prior_variance : float, default=1.0
-        Isotropic prior variance σ₀² of the parameters.
-    obs_variance : float or "auto", default=1.0
-        Observation noise variance R (one value for all outputs); ``"auto"`` uses
-        0.1 × Var(y) (per output) of the first batch learned from (the paper's rule).
+        Prior variance σ₀² of the weights. For networks the weights of a layer with
+        fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation
+        distribution at any width) and hidden biases σ₀²; output biases (intercepts)
+        get a broad prior of their own, variance 100 (in units of the noise variance
+        when it is learned, so raw-scale targets work).
+    obs_variance : float or "auto", default="auto"
+        Observation noise variance R. ``"auto"`` learns it from the stream, per output,
+        at every step from the first row on: a conjugate inverse-gamma posterior
+        IG(a, b) (the normal–inverse-gamma update, exact for the linear model; see
+        :mod:`skbong.engine.noise`), starting from a weak IG(1, 1) (unit noise, worth two
+        observations); the update uses b / a and the predictive is a Student-t.
+        A float fixes R for all outputs. ``set_params`` after a fit takes effect from
+        the next update (switching to ``"auto"`` starts from the value in use).
     drift : float in (0, 1], default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update; 1 is a
         static model.
@@ -62,9 +73,11 @@ class BongRegressor(RegressorMixin, BongBase):
         Isotropic process noise q added before each update.
     batch_size : int, default=1
         Rows treated as one likelihood term per update (1 is the paper's setting).
-    predictive : {"plugin", "linmc", "mc"}, default="plugin"
-        Posterior predictive used by ``predict(return_std=True)``: plugin (noise
-        only), linearised (closed form N(f(μ), JΣJᵀ + R)), or Monte Carlo.
+    predictive : {"plugin", "linmc", "mc"}, default="linmc"
+        Posterior predictive of ``predict(return_std=True)``, ``predict_interval`` and
+        ``predict_logpdf``: linearised (closed form: variance J Σ Jᵀ + R, parameter
+        uncertainty included; exact for the linear model), Monte Carlo over θ ~ q, or
+        plugin (observation noise only; drops parameter uncertainty).
     predictive_samples : int, default=100
         Samples of the ``mc`` predictive.
     dtype : {"float32", "float64"}, default="float32"
@@ -89,7 +102,9 @@ class BongRegressor(RegressorMixin, BongBase):
     n_skipped_ : int
         Rows whose update was skipped (``on_error="skip"``).
     obs_variance_ : ndarray of shape (n_outputs,)
-        Observation variance in use.
+        Observation variance in use (the learned b / a with ``obs_variance="auto"``).
+    noise_dof_ : ndarray of shape (n_outputs,)
+        Degrees of freedom of the Student-t predictive (``inf`` for a fixed noise).
     posterior_mean_ : ndarray of shape (P,)
         Posterior mean of all parameters.
     posterior_var_ : ndarray of shape (P,)
@@ -142,11 +157,11 @@ class BongRegressor(RegressorMixin, BongBase):
         n_iter=10,
         mc_samples=10,
         prior_variance=1.0,
-        obs_variance=1.0,
+        obs_variance="auto",
         drift=1.0,
         process_noise=0.0,
         batch_size=1,
-        predictive="plugin",
+        predictive="linmc",
         predictive_samples=100,
         dtype="float32",
         on_error="raise",
@@ -201,24 +216,40 @@ class BongRegressor(RegressorMixin, BongBase):
         if not np.all(np.isfinite(Y)):
             raise ValueError("Input y contains NaN or infinity")
         if first:
-            obs_var = self._initial_obs_variance(Y)
-        else:
-            obs_var = self.obs_variance_
-        if first:
             self._multi_output = y.ndim == 2
-            self.obs_variance_ = obs_var
-        return Y, Y.shape[1], obs_var
+        return Y, Y.shape[1], self._obs_variance_in_use(Y.shape[1], first)
 
-    def _initial_obs_variance(self, Y):
-        if self.obs_variance != "auto":
-            return np.full(Y.shape[1], float(self.obs_variance))
-        var = np.var(Y, axis=0)
-        if Y.shape[0] < 2 or not np.all(var > 0):
-            raise ValueError(
-                "obs_variance='auto' sets 0.1 × Var(y) from the first batch, which needs at least "
-                "2 rows with non-constant targets; pass a number instead"
-            )
-        return 0.1 * var
+    def _learns_noise(self):
+        return isinstance(self.obs_variance, str)  # "auto"
+
+    def _obs_variance_in_use(self, n_outputs, first):
+        """The noise variance R of this call's update, (C,) float64: a fixed value, or the
+        learned plug-in b / a (its starting value ŝ₀ = 1 on a fresh fit; the last value
+        in use when learning is switched on after a fit with a fixed value)."""
+        if not self._learns_noise():
+            return np.full(n_outputs, float(self.obs_variance))
+        if first:
+            return np.ones(n_outputs)
+        return self.obs_variance_
+
+    @property
+    def obs_variance_(self):
+        """Observation noise variance in use, shape (n_outputs,): the fixed
+        ``obs_variance``, or the learned plug-in b / a = 1 / E[σ⁻²] (with
+        ``prior_variance="auto"``, averaged over the bank with its weights)."""
+        check_is_fitted(self, "_state")
+        if self._noise is None:
+            return self._obs_var
+        return sum(wt * nz[1].astype(np.float64) / nz[0] for wt, _, nz in self._components())
+
+    @property
+    def noise_dof_(self):
+        """Degrees of freedom 2a of the Student-t predictive per output (``inf`` when
+        the noise is fixed), shape (n_outputs,)."""
+        check_is_fitted(self, "_state")
+        if self._noise is not None:  # a grows by half the weight of each row in every filter
+            return 2.0 * self._noise[0].astype(np.float64).reshape(-1, self._n_out)[0]
+        return np.full(self._n_out, np.inf)
 
     def _linear_attributes(self, weights, bias):
         if self._multi_output:
@@ -266,6 +297,32 @@ class BongRegressor(RegressorMixin, BongBase):
     def _shape_output(self, a):
         return a if self._multi_output else a[:, 0]
 
+    def _mixture(self, X, kind):
+        """The predictive of y at X under ``kind`` as a mixture of Student-t / Gaussian
+        components (one, or one per bank filter): weights (K,), locations and squared
+        scales (K, n, C) float64 — scale² J Σ Jᵀ + ŝ (linmc), Var f + ŝ (mc) or ŝ (plugin)
+        — and degrees of freedom (K, C) (``inf`` for a fixed noise)."""
+        check_is_fitted(self, "_state")
+        config = self._config()
+        weights, locs, scales, dofs = [], [], [], []
+        for wt, state, noise in self._components():
+            obs_var = self._obs_var if noise is None else noise[1] / noise[0]
+            with self._x64():  # a float64 estimator must not build float32 hyperparameters
+                hyper = self._hyper(obs_var, config)._replace(prior_var=None)
+            mean, var = self._predict_rows(
+                X,
+                lambda cfg, st, x, key, hyper=hyper: engine.predict_moments(
+                    cfg, st, hyper, x, key, kind, int(self.predictive_samples)
+                ),
+                state=state,
+            )
+            weights.append(wt)
+            locs.append(mean.astype(np.float64))
+            scales.append(var.astype(np.float64))
+            dof = np.full(self._n_out, np.inf) if noise is None else 2.0 * noise[0]
+            dofs.append(np.asarray(dof, np.float64))
+        return np.array(weights), np.array(locs), np.array(scales), np.array(dofs)
+
     def predict(self, X, return_std=False):
         """Posterior predictive mean (and standard deviation) of y.
 
@@ -274,8 +331,12 @@ class BongRegressor(RegressorMixin, BongBase):
         X : array-like of shape (n_samples, n_features)
             Inputs.
         return_std : bool, default=False
-            Also return the predictive standard deviation of y, observation noise
-            included (the ``BayesianRidge`` convention), under ``predictive``.
+            Also return the predictive standard deviation of y under ``predictive``:
+            parameter uncertainty and observation noise (the ``BayesianRidge``
+            convention). With the learned noise (``obs_variance="auto"``) the predictive
+            is a Student-t with ``noise_dof_`` degrees of freedom ν, whose standard
+            deviation is its scale times √(ν / (ν − 2)); with ``prior_variance="auto"``
+            it is the mixture over the bank's prior variances.
 
         Returns
         -------
@@ -284,22 +345,90 @@ class BongRegressor(RegressorMixin, BongBase):
         std : ndarray, same shape as ``mean``
             Predictive standard deviation; only when ``return_std=True``.
         """
-        with self._x64():  # a float64 estimator must not build float32 hyperparameters
-            hyper = self._hyper(self.obs_variance_) if hasattr(self, "obs_variance_") else None
-        kind = self.predictive if return_std else "plugin"
-        mean, var = self._predict_rows(
-            X,
-            lambda cfg, st, x, key: engine.predict_moments(
-                cfg, st, hyper, x, key, kind, int(self.predictive_samples)
-            ),
-        )
-        mean = self._shape_output(mean.astype(np.float64))
+        weights, locs, scales, dofs = self._mixture(X, self.predictive if return_std else "plugin")
+        mean = np.einsum("k,knc->nc", weights, locs)
         if not return_std:
-            return mean
-        return mean, self._shape_output(np.sqrt(var.astype(np.float64)))
+            return self._shape_output(mean)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inflate = np.where(dofs > 2, dofs / (dofs - 2), np.inf)
+        inflate = np.where(np.isinf(dofs), 1.0, inflate)[:, None, :]
+        second = np.einsum("k,knc->nc", weights, scales * inflate + locs**2)
+        std = np.sqrt(np.maximum(second - mean**2, 0.0))
+        if len(weights) == 1:  # no cancellation for one component
+            std = np.sqrt(scales[0] * inflate[0])
+        return self._shape_output(mean), self._shape_output(std)
+
+    def predict_interval(self, X, coverage=0.9):
+        """Central predictive interval of y holding probability ``coverage``.
+
+        Student-t quantiles with ``noise_dof_`` degrees of freedom when the noise is
+        learned, Gaussian ones when it is fixed, on the moments of ``predictive``
+        (exact for ``linmc`` on a linear model; moment-matched for ``mc``); with
+        ``prior_variance="auto"`` the quantiles of the bank's mixture (by bisection).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        coverage : float in (0, 1), default=0.9
+            Probability inside the interval.
+
+        Returns
+        -------
+        lower, upper : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            Interval ends.
+        """
+        if not 0 < coverage < 1:
+            raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
+        weights, locs, scales, dofs = self._mixture(X, self.predictive)
+        dist = scipy.stats.t(dofs[:, None, :], loc=locs, scale=np.sqrt(scales))
+        tail = 0.5 - 0.5 * coverage
+        ends = [dist.ppf(tail), dist.ppf(1 - tail)]
+        if len(weights) > 1:  # the mixture's quantiles lie between its components'
+            ends = [self._mixture_quantile(dist, weights, q, e) for q, e in zip((tail, 1 - tail), ends)]
+        else:
+            ends = [e[0] for e in ends]
+        return self._shape_output(ends[0]), self._shape_output(ends[1])
+
+    @staticmethod
+    def _mixture_quantile(dist, weights, q, component_quantiles):
+        lo, hi = component_quantiles.min(axis=0), component_quantiles.max(axis=0)
+        for _ in range(60):  # bisection to float64 resolution of the bracket
+            mid = 0.5 * (lo + hi)
+            below = np.einsum("k,knc->nc", weights, dist.cdf(mid[None])) < q
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return 0.5 * (lo + hi)
+
+    def predict_logpdf(self, X, y):
+        """Log posterior predictive density of each target, log p(y | x, data).
+
+        Student-t (learned noise) or Gaussian (fixed noise) on the moments of
+        ``predictive`` (a mixture over the bank with ``prior_variance="auto"``);
+        summed over outputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+
+        Returns
+        -------
+        logpdf : ndarray of shape (n_samples,)
+            Log densities (nats).
+        """
+        weights, locs, scales, dofs = self._mixture(X, self.predictive)
+        Y = np.asarray(y, dtype=np.float64).reshape(locs.shape[1], -1)
+        if Y.shape[1] != locs.shape[2]:
+            raise ValueError(f"y has {Y.shape[1]} outputs, the estimator {locs.shape[2]}")
+        dist = scipy.stats.t(dofs[:, None, :], loc=locs, scale=np.sqrt(scales))
+        per = dist.logpdf(Y[None]).sum(axis=2)  # (K, n)
+        return scipy.special.logsumexp(per, axis=0, b=weights[:, None])
 
     def sample_y(self, X, n_samples=1, random_state=None):
-        """Draw y from the posterior predictive: θ ~ q, then y ~ N(f(x, θ), R).
+        """Draw y from the posterior predictive: θ ~ q, σ² ~ IG(a, b) (learned noise),
+        then y ~ N(f(x, θ), σ²).
 
         Parameters
         ----------
@@ -320,13 +449,25 @@ class BongRegressor(RegressorMixin, BongBase):
         if not isinstance(n_samples, int | np.integer) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
         rng = check_random_state(random_state)
-        key = jax.random.PRNGKey(int(rng.randint(np.iinfo(np.int32).max)))
 
-        def draw(cfg, st, x, _):
-            f = engine.sample_outputs(cfg, st, x, key, "mc", int(n_samples))
-            return (jnp.moveaxis(f, 0, -1),)
+        parts = self._components()
+        counts = rng.multinomial(n_samples, [wt for wt, _, _ in parts])  # draws per filter
+        draws = []
+        for (_, state, noise), n_k in zip(parts, counts):
+            if n_k == 0:
+                continue
+            key = jax.random.PRNGKey(int(rng.randint(np.iinfo(np.int32).max)))
 
-        (f,) = self._predict_rows(X, draw)
-        noise = rng.standard_normal(f.shape) * np.sqrt(self.obs_variance_)[None, :, None]
-        samples = f.astype(np.float64) + noise
+            def draw(cfg, st, x, _, key=key, n_k=int(n_k)):
+                f = engine.sample_outputs(cfg, st, x, key, "mc", n_k)
+                return (jnp.moveaxis(f, 0, -1),)
+
+            (f,) = self._predict_rows(X, draw, state=state)
+            if noise is not None:  # σ² ~ IG(a, b) per draw and output, shared by the rows
+                dof, rate = (a.astype(np.float64) for a in noise)
+                var = 1.0 / rng.gamma(dof[:, None], 1.0 / rate[:, None], size=f.shape[1:])
+            else:
+                var = np.broadcast_to(self._obs_var[:, None], f.shape[1:])
+            draws.append(f.astype(np.float64) + rng.standard_normal(f.shape) * np.sqrt(var)[None])
+        samples = np.concatenate(draws, axis=-1)
         return samples if self._multi_output else samples[:, 0, :]

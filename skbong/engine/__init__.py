@@ -13,9 +13,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import noise
 from .families import FAMILIES, DLRState, MeanCov
 from .likelihoods import LIKELIHOODS
 from .models import MLP, UserModel
+from .noise import NoiseState
 from .predictive import (
     PREDICTIVES,
     output_samples,
@@ -24,7 +26,15 @@ from .predictive import (
     sample_outputs,
 )
 from .rules import RULES, update
-from .stream import CHUNK_SIZES, buffer_size, chunk_plan, run_stream, stream, stream_step
+from .stream import (
+    CHUNK_SIZES,
+    buffer_size,
+    chunk_plan,
+    run_bank,
+    run_stream,
+    stream,
+    stream_step,
+)
 from .types import (
     FAMILY_NAMES,
     HESSIAN_NAMES,
@@ -99,17 +109,20 @@ __all__ = [
     "LIKELIHOOD_NAMES",
     "MLP",
     "MeanCov",
+    "NoiseState",
     "PREDICTIVES",
     "RULES",
     "RULE_NAMES",
     "UserModel",
     "init_state",
     "make_key",
+    "noise",
     "marginal_var",
     "prior",
     "output_samples",
     "predict_log_proba",
     "predict_moments",
+    "run_bank",
     "run_stream",
     "sample_outputs",
     "stream",

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
+
+OUTPUT_BIAS_VARIANCE = 100.0
+"""Prior variance of the output biases (the intercepts), whatever ``prior_variance``: a
+broad prior of their own, so that a target far from zero costs the weights nothing.
+(With the learned noise it is in units of the noise variance, see :mod:`.noise`, so
+raw-scale targets work.)"""
 
 ACTIVATIONS = {
     "relu": jax.nn.relu,
@@ -99,6 +106,25 @@ class MLP:
         """Outputs ``(n, C)`` for a flat parameter vector and inputs ``(n, d)``."""
         return _mlp_apply(_unraveler(self, theta.dtype)(theta), x, self.activation)
 
+    def prior_variances(self, prior_var):
+        """Prior variance of each parameter, (P,) float64, for ``prior_variance`` σ₀².
+
+        Networks (hidden layers): the weights of a layer with fan-in n get σ₀² / n, so
+        σ₀² = 1 is the LeCun-normal initialisation distribution at any width; hidden
+        biases σ₀². The linear model: weights σ₀². Output biases (intercepts):
+        :data:`OUTPUT_BIAS_VARIANCE`.
+        """
+        sizes = (self.n_features, *self.hidden, self.n_outputs)
+        bias = self.fit_intercept or bool(self.hidden)
+        parts = []
+        for i, (n_in, n_out) in enumerate(zip(sizes[:-1], sizes[1:])):
+            last = i == len(sizes) - 2
+            fan = n_in if self.hidden else 1
+            parts.append(np.full(n_in * n_out, prior_var / fan))
+            if bias:
+                parts.append(np.full(n_out, OUTPUT_BIAS_VARIANCE if last else prior_var))
+        return np.concatenate(parts)
+
 
 @dataclass(frozen=True)
 class UserModel:
@@ -126,6 +152,10 @@ class UserModel:
         """Number of parameters P (from an abstract evaluation of ``init``)."""
         shapes = jax.eval_shape(lambda k: self._tree(k, jnp.float32), jax.random.PRNGKey(0))
         return int(sum(math.prod(s.shape) for s in jax.tree_util.tree_leaves(shapes)))
+
+    def prior_variances(self, prior_var):
+        """Prior variance of each parameter: σ₀² for all, shape (P,) float64."""
+        return np.full(self.n_params(), float(prior_var))
 
     def apply(self, theta, x):
         """Outputs ``(n, C)`` of the user's ``apply`` at the flat vector θ."""

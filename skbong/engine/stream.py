@@ -16,9 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import noise as noise_lib
+from .curvature import output_jacobians
 from .families import FAMILIES
 from .likelihoods import LIKELIHOODS
 from .rules import update
+from .types import Hyper
 
 
 def _select(flag, new, old):
@@ -26,27 +29,63 @@ def _select(flag, new, old):
 
 
 def stream_step(config, state, mean0, hyper, x, y, w, key):
-    """One predict → update step; returns ``(state, (log_lik, f, ok))``."""
+    """One predict → update step; returns ``(state, (log_lik, f, ok))``.
+
+    With ``config.learn_noise`` the state is ``(belief, noise)``: the update uses the
+    plug-in noise ŝ = b / a, then the noise posterior takes the conjugate increment
+    and the covariance is rescaled by ŝ' / ŝ (:mod:`.noise`).
+    """
     family = FAMILIES[config.family]
     lik = LIKELIHOODS[config.likelihood]
+    belief, noise = state if config.learn_noise else (state, None)
+    if noise is not None:
+        hyper = hyper._replace(obs_var=noise_lib.variance(noise))
     active = jnp.any(w != 0)  # all-zero weights are padding; a NaN weight is not (refused)
-    predicted = family.predict(state, mean0, hyper) if config.dynamic else state
+    predicted = family.predict(belief, mean0, hyper) if config.dynamic else belief
     f = config.model.apply(predicted.mean, x)
-    log_lik = jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, hyper.obs_var)
+    if config.evidence and config.likelihood == "gaussian":
+        log_lik = _gaussian_evidence(config, family, predicted, noise, x, y, f, hyper.obs_var)
+    else:
+        log_lik = jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, hyper.obs_var)
     new = update(config, predicted, x, y, w, hyper, key)
-    ok = family.is_valid(new)
+    if noise is not None:
+        new_noise = noise_lib.update(noise, y, f, config.model.apply(new.mean, x), w)
+        new = family.scale(new, noise_lib.covariance_ratio(noise, new_noise))
+        ok = family.is_valid(new) & noise_lib.is_valid(new_noise)
+        new = (new, new_noise)
+    else:
+        ok = family.is_valid(new)
     return _select(active & ok, new, state), (log_lik, f, ok | ~active)
 
 
-@partial(jax.jit, static_argnames=("config",))
-def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None):
+def _gaussian_evidence(config, family, predicted, noise, x, y, f, obs_var):
+    """log p(yᵢ | xᵢ, past) under the linearised predictive of each row: Gaussian with
+    variance diag(J Σ Jᵀ) + R, or with learned noise the Student-t with 2a degrees of
+    freedom and that squared scale (:mod:`.noise`). For the linear-Gaussian model this is
+    the exact one-step predictive, so its running sum is the log marginal likelihood."""
+    _, jac = output_jacobians(config, predicted.mean, x)
+    scale2 = jnp.diagonal(family.output_cov(predicted, jac), axis1=1, axis2=2) + obs_var
+    z2 = (y - f) ** 2 / scale2
+    if noise is None:
+        return -0.5 * jnp.sum(z2 + jnp.log(2 * jnp.pi * scale2), axis=1)
+    nu = noise_lib.predictive_dof(noise)
+    log_t = (
+        jax.scipy.special.gammaln(0.5 * (nu + 1))
+        - jax.scipy.special.gammaln(0.5 * nu)
+        - 0.5 * jnp.log(nu * jnp.pi * scale2)
+        - 0.5 * (nu + 1) * jnp.log1p(z2 / nu)
+    )
+    return jnp.sum(log_t, axis=1)
+
+
+def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None):
     """Stream mini-batches through the learner in one compiled loop.
 
     Parameters
     ----------
     config : Config
         Static configuration.
-    state : family state
+    state : family state, or ``(family state, NoiseState)`` with ``config.learn_noise``
         Belief before the first step.
     mean0 : array (P,)
         Prior mean (the OU attractor).
@@ -69,14 +108,16 @@ def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None)
     state : family state
         Belief after the last step.
     log_lik : array (T, b)
-        Prequential plugin log-likelihood of each row.
+        Prequential log-likelihood of each row under the belief before its update: the
+        plugin p(y | f(x, μ)), or with ``config.evidence`` (Gaussian likelihood) the
+        linearised predictive density (:func:`_gaussian_evidence`).
     outputs : array (T, b, C)
         Plugin outputs f(x, μ_{t|t−1}) before each update.
     ok : array (T,) of bool
         False where an update was rejected as non-finite or invalid.
     """
     n_steps = xs.shape[0]
-    dtype = state.mean.dtype
+    dtype = jax.tree_util.tree_leaves(state)[0].dtype
     outputs = (jnp.zeros(ws.shape, dtype), jnp.zeros(ys.shape, dtype), jnp.ones(n_steps, bool))
 
     def body(t, carry):
@@ -90,6 +131,26 @@ def run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None)
     stop = n_steps if length is None else jnp.minimum(length, n_steps)
     state, (log_lik, f, ok) = jax.lax.fori_loop(0, stop, body, (state, outputs))
     return state, log_lik, f, ok
+
+
+run_stream = jax.jit(_run_stream, static_argnames=("config",))
+
+
+_BANK_AXES = Hyper(prior_var=0, obs_var=None, learning_rate=None, drift=None, process_noise=None)
+
+
+@partial(jax.jit, static_argnames=("config",))
+def run_bank(config, states, mean0, hyper, xs, ys, ws, step0, key, length=None):
+    """:func:`run_stream` for a bank of K filters in one program (``vmap``).
+
+    The filters differ only in their prior variance: ``states`` and ``hyper.prior_var``
+    carry a leading axis K; inputs, the other hyperparameters and the keys are shared.
+    Returns the same as :func:`run_stream` with a leading K on every output.
+    """
+    def one(state, hyp):
+        return _run_stream(config, state, mean0, hyp, xs, ys, ws, step0, key, length)
+
+    return jax.vmap(one, in_axes=(0, _BANK_AXES))(states, hyper)
 
 
 CHUNK_SIZES = (512, 64, 8)
@@ -131,17 +192,20 @@ def to_steps(x, y, w, batch_size):
     )
 
 
-def stream(config, state, mean0, hyper, x, y, w, batch_size, step0, key, callback=None):
+def stream(
+    config, state, mean0, hyper, x, y, w, batch_size, step0, key, callback=None, bank=False
+):
     """Learn from host (numpy) rows ``x, y, w`` in order, ``batch_size`` rows per update.
 
-    Runs :func:`run_stream` over the chunks of :func:`chunk_plan`, so the number of
-    compiled programs stays bounded. ``callback(n_done, n_total)`` is called after
-    each chunk (progress reporting).
+    Runs :func:`run_stream` (:func:`run_bank` with ``bank=True``) over the chunks of
+    :func:`chunk_plan`, so the number of compiled programs stays bounded.
+    ``callback(n_done, n_total)`` is called after each chunk (progress reporting).
 
     Returns
     -------
     state, log_lik (n,), outputs (n, C), ok (T,)
-        As :func:`run_stream`, with per-row outputs trimmed of padding.
+        As :func:`run_stream`, with per-row outputs trimmed of padding; a bank adds a
+        leading K to each.
     """
     n = x.shape[0]
     xs, ys, ws = to_steps(x, y, w, batch_size)
@@ -158,19 +222,25 @@ def stream(config, state, mean0, hyper, x, y, w, batch_size, step0, key, callbac
             else a[start : start + length]
             for a in (xs, ys, ws)
         ]
-        state, log_lik, f, ok = run_stream(
+        state, log_lik, f, ok = (run_bank if bank else run_stream)(
             config, state, mean0, hyper, *chunk, step0 + start, key, length
         )
         if on_host:
             state = jax.tree_util.tree_map(np.asarray, state)
-        parts.append(tuple(np.asarray(a)[:length] for a in (log_lik, f, ok)))
+        outs = (log_lik, f, ok)
+        if bank:  # steps first: (T, K, ...)
+            outs = tuple(np.moveaxis(np.asarray(a), 1, 0) for a in outs)
+        parts.append(tuple(np.asarray(a)[:length] for a in outs))
         start += length
         if callback is not None:
             callback(start, n_steps)
     if not parts:
         c = y.shape[1] if y.ndim == 2 else 1
         return state, np.zeros(0, x.dtype), np.zeros((0, c), x.dtype), np.ones(0, bool)
-    log_lik = np.concatenate([p[0] for p in parts]).reshape(-1)[:n]
-    f = np.concatenate([p[1] for p in parts]).reshape(n_steps * batch_size, -1)[:n]
-    ok = np.concatenate([p[2] for p in parts])
+    log_lik, f, ok = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    if bank:  # filters first again: (K, n), (K, n, C), (K, T)
+        log_lik, f, ok = (np.moveaxis(a, 1, 0) for a in (log_lik, f, ok))
+    lead = log_lik.shape[: log_lik.ndim - 2]
+    log_lik = log_lik.reshape(*lead, -1)[..., :n]
+    f = f.reshape(*lead, n_steps * batch_size, -1)[..., :n, :]
     return state, log_lik, f, ok

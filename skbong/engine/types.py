@@ -42,6 +42,15 @@ class Config:
     dynamic : bool
         Whether the predict step (drift / process noise) runs. With ``False`` (γ = 1,
         q = 0) it is skipped entirely.
+    learn_noise : bool
+        Whether the Gaussian noise variance is learned online (:mod:`.noise`): the
+        stream's state is then the pair ``(belief, NoiseState)`` and ``Hyper.obs_var``
+        is ignored by the update.
+    evidence : bool
+        Whether the stream reports each row's log predictive density with parameter
+        uncertainty (Gaussian likelihood: the linearised predictive, exact in the
+        conjugate case) instead of the plugin log-likelihood: the online evidence that
+        weights a bank of prior variances.
     """
 
     model: Any
@@ -53,6 +62,8 @@ class Config:
     n_iter: int = 10
     mc_samples: int = 10
     dynamic: bool = False
+    learn_noise: bool = False
+    evidence: bool = False
 
     def __post_init__(self):
         checks = (
@@ -68,6 +79,8 @@ class Config:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.learn_noise and self.likelihood != "gaussian":
+            raise ValueError("learn_noise applies to the gaussian likelihood only")
         if self.family == "dlr" and self.hessian == "mc_hess":
             raise ValueError(
                 "hessian='mc_hess' is not available for family='dlr': a dense or diagonal "
@@ -81,8 +94,9 @@ class Hyper(NamedTuple):
 
     Attributes
     ----------
-    prior_var : scalar
-        σ₀², the isotropic prior variance (also the OU stationary variance).
+    prior_var : scalar or (P,)
+        σ₀², the prior variance: one for all parameters or one per parameter (also the
+        OU stationary variance).
     obs_var : scalar or (C,)
         Gaussian observation variance R (ignored by the other likelihoods).
     learning_rate : scalar

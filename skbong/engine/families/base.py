@@ -30,6 +30,9 @@ class Family(NamedTuple):
         ``J Σ Jᵀ`` for per-row Jacobians ``J`` of shape ``(n, C, P)``.
     is_valid : callable ``state -> bool``
         Finite, with positive variances / precisions.
+    scale : callable ``(state, c) -> state``
+        The same mean with the covariance multiplied by the scalar c > 0 (the learned
+        noise's rescaling, :mod:`..noise`).
     hess_kind : str or None
         What MC-HESS must deliver: ``"dense"``, ``"diag"``, or ``None`` (unsupported).
     """
@@ -42,6 +45,7 @@ class Family(NamedTuple):
     marginal_var: Callable
     output_cov: Callable
     is_valid: Callable
+    scale: Callable
     hess_kind: str | None
 
 

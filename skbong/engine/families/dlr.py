@@ -26,21 +26,22 @@ class DLRState(NamedTuple):
 
 
 def init(mean0, prior_var, rank):
-    """Prior N(μ₀, σ₀² I): Υ = σ₀⁻², W = 0."""
+    """Prior N(μ₀, diag(σ₀²)): Υ = σ₀⁻², W = 0 (σ₀² a scalar or one variance per parameter)."""
     p = mean0.shape[0]
     return DLRState(
         mean0,
-        jnp.full((p,), 1.0 / prior_var, mean0.dtype),
+        jnp.broadcast_to(1.0 / jnp.asarray(prior_var, mean0.dtype), (p,)),
         jnp.zeros((p, rank), mean0.dtype),
     )
 
 
 def predict(state, mean0, hyper):
-    """OU predict step; exact for the isotropic prior covariance (LO-FI predict).
+    """OU predict step (LO-FI predict); exact for a diagonal prior covariance.
 
-    With q_eff = (1 − γ²) σ₀² + q, the covariance γ² Σ + q_eff I has precision
-    Υ' + W' W'ᵀ with Υ' = 1 / (γ²/Υ + q_eff) and
-    W' = γ (Υ'/Υ) W C⁻ᵀ, C = chol(I + q_eff Wᵀ diag(Υ'/Υ) W)  (Woodbury).
+    With q_eff = (1 − γ²) σ₀² + q (elementwise: σ₀² may hold one variance per
+    parameter), the covariance γ² Σ + diag(q_eff) has precision Υ' + W' W'ᵀ with
+    Υ' = 1 / (γ²/Υ + q_eff) and W' = γ (Υ'/Υ) W C⁻ᵀ,
+    C = chol(I + Wᵀ diag(q_eff Υ'/Υ) W)  (Woodbury).
     """
     gamma = hyper.drift
     q_eff = (1.0 - gamma**2) * hyper.prior_var + hyper.process_noise
@@ -48,7 +49,7 @@ def predict(state, mean0, hyper):
     ratio = prec_diag / state.prec_diag
     w = state.prec_lr
     rank = w.shape[1]
-    inner = jnp.eye(rank, dtype=w.dtype) + q_eff * (w.T @ (ratio[:, None] * w))
+    inner = jnp.eye(rank, dtype=w.dtype) + w.T @ ((q_eff * ratio)[:, None] * w)
     w_new = (gamma * ratio[:, None] * w) @ unit_chol_inverse(inner).T
     mean = gamma * state.mean + (1.0 - gamma) * mean0
     return DLRState(mean, prec_diag, w_new)
@@ -191,6 +192,11 @@ def is_valid(state):
     return finite_and_positive((state.mean, state.prec_lr), positive=(state.prec_diag,))
 
 
+def scale(state, c):
+    """Covariance × c: precision (Υ + W Wᵀ) / c."""
+    return DLRState(state.mean, state.prec_diag / c, state.prec_lr * jax.lax.rsqrt(c))
+
+
 DLR = Family(
     init=init,
     predict=predict,
@@ -200,5 +206,6 @@ DLR = Family(
     marginal_var=marginal_var,
     output_cov=output_cov,
     is_valid=is_valid,
+    scale=scale,
     hess_kind=None,
 )

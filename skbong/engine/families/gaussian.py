@@ -139,6 +139,7 @@ def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation):
         marginal_var=lambda s: alg.diagonal(s.cov),
         output_cov=output_cov,
         is_valid=_is_valid(alg),
+        scale=lambda s, c: MeanCov(s.mean, s.cov * c),
         hess_kind=hess_kind,
     )
 

@@ -1,0 +1,212 @@
+"""The learned observation noise (``obs_variance="auto"``) against the closed-form
+normal–inverse-gamma (NIG) posterior of Bayesian linear regression with unknown noise.
+
+The reference is written here from the textbook conjugate formulas (batch, in numpy,
+nothing from skbong): prior θ | σ² ~ N(0, σ² V₀), σ² ~ IG(a₀, b₀), and
+
+    V = (V₀⁻¹ + Xᵀ W X)⁻¹,  μ = V Xᵀ W y,  a = a₀ + Σw / 2,
+    b = b₀ + (yᵀ W y − μᵀ V⁻¹ μ) / 2,
+
+with predictive Student-t(2a, xᵀμ, (b / a)(1 + xᵀ V x)). skbong starts from a₀ = 1,
+ŝ₀ = b₀ / a₀ = 1 and the prior covariance diag(σ₀², …, σ₀², 100) (weights, intercept),
+which is V₀ at ŝ₀ = 1. Its belief holds Σ = (b / a) V. Agreement is to float64 rounding
+of an O(n P²) computation (tolerance 1e-9 relative), for any data order, mini-batch
+size, one-row ``partial_fit`` calls, a pickle in the middle, and weights that stand for
+repeated rows.
+"""
+
+import pickle
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from skbong import BongRegressor
+from skbong.engine.models import OUTPUT_BIAS_VARIANCE
+
+PRIOR_VAR = 0.5
+RTOL = 1e-9
+
+
+def _data(n=40, d=3, seed=0, noise=0.3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 3.0 + noise * rng.normal(size=n)
+    return X, y
+
+
+def nig_posterior(X, y, w=None, prior_var=PRIOR_VAR, a0=1.0, b0=1.0):
+    """Closed-form NIG posterior (mean, V, a, b) with an intercept column last."""
+    w = np.ones(len(y)) if w is None else np.asarray(w, float)
+    H = np.column_stack([X, np.ones(len(y))])
+    v0_inv = np.diag(1.0 / np.r_[np.full(X.shape[1], prior_var), OUTPUT_BIAS_VARIANCE])
+    prec = v0_inv + H.T @ (w[:, None] * H)
+    V = np.linalg.inv(prec)
+    mean = V @ (H.T @ (w * y))
+    a = a0 + 0.5 * w.sum()
+    b = b0 + 0.5 * (y @ (w * y) - mean @ prec @ mean)
+    return mean, V, a, b
+
+
+def _check(est, X, y, w=None):
+    mean, V, a, b = nig_posterior(X, y, w)
+    np.testing.assert_allclose(est.coef_, mean[:-1], rtol=RTOL, atol=1e-12)
+    np.testing.assert_allclose(est.intercept_, mean[-1], rtol=RTOL)
+    np.testing.assert_allclose(est.obs_variance_, [b / a], rtol=RTOL)
+    np.testing.assert_allclose(est.noise_dof_, [2 * a], rtol=RTOL)
+    # the belief's covariance is (b / a) V
+    np.testing.assert_allclose(est.posterior_var_, b / a * np.diag(V), rtol=RTOL)
+
+
+def _reg(**kw):
+    params = dict(family="full", prior_variance=PRIOR_VAR, dtype="float64", random_state=0)
+    return BongRegressor(**{**params, **kw})
+
+
+@pytest.mark.parametrize("family", ["full", "dlr"])
+def test_fit_equals_closed_form_nig(family):
+    X, y = _data()
+    est = _reg(family=family, rank=X.shape[1] + 1).fit(X, y)
+    assert est.obs_variance == "auto"  # the default
+    _check(est, X, y)
+
+
+def test_any_order_batch_size_and_row_by_row():
+    X, y = _data(seed=1)
+    order = np.random.default_rng(5).permutation(len(y))
+    _check(_reg().fit(X[order], y[order]), X, y)
+    _check(_reg(batch_size=7).fit(X, y), X, y)  # 40 rows: five of 7, one padded step
+    est = _reg()
+    for i in range(len(y)):
+        est.partial_fit(X[i : i + 1], y[i : i + 1])
+        if i == 17:
+            est = pickle.loads(pickle.dumps(est))  # the noise posterior survives pickling
+    _check(est, X, y)
+
+
+def test_weight_is_repeated_rows():
+    X, y = _data(n=20, seed=2)
+    w = np.random.default_rng(3).integers(1, 4, size=len(y)).astype(float)
+    _check(_reg().fit(X, y, sample_weight=w), X, y, w)
+    rep = np.repeat(np.arange(len(y)), w.astype(int))
+    _check(_reg().fit(X[rep], y[rep]), X, y, w)
+
+
+def test_predictive_is_student_t():
+    X, y = _data(seed=4)
+    Xt, yt = _data(n=9, seed=5)
+    est = _reg().fit(X, y)
+    mean, V, a, b = nig_posterior(X, y)
+    H = np.column_stack([Xt, np.ones(len(yt))])
+    loc = H @ mean
+    scale = np.sqrt(b / a * (1 + np.einsum("np,pq,nq->n", H, V, H)))
+    ref = scipy.stats.t(2 * a, loc=loc, scale=scale)
+    np.testing.assert_allclose(est.predict_logpdf(Xt, yt), ref.logpdf(yt), rtol=1e-9)
+    m, std = est.predict(Xt, return_std=True)
+    np.testing.assert_allclose(m, loc, rtol=1e-9)
+    np.testing.assert_allclose(std, ref.std(), rtol=1e-9)
+    lo, hi = est.predict_interval(Xt, coverage=0.8)
+    np.testing.assert_allclose(lo, ref.ppf(0.1), rtol=1e-9)
+    np.testing.assert_allclose(hi, ref.ppf(0.9), rtol=1e-9)
+
+
+def test_learns_the_noise_scale_of_raw_targets():
+    # y on any scale: the noise estimate follows it (NIG is scale-equivariant but for the
+    # IG(1, 1) prior, worth two rows). A broad relative prior keeps the weights' prior
+    # term out of b, so the estimate is near the residual variance of least squares.
+    X, y = _data(n=400, seed=6, noise=0.3)
+    H = np.column_stack([X, np.ones(len(y))])
+    resid = y - H @ np.linalg.lstsq(H, y, rcond=None)[0]
+    for scale in (1.0, 1000.0):
+        est = BongRegressor(prior_variance=100.0, random_state=0).fit(X, scale * y + 5 * scale)
+        ratio = est.obs_variance_[0] / (scale**2 * np.mean(resid**2))
+        assert 0.95 < ratio < 1.1, ratio
+
+
+def test_fixed_noise_and_switching():
+    X, y = _data(seed=7)
+    est = _reg(obs_variance=0.25).fit(X, y)
+    np.testing.assert_array_equal(est.obs_variance_, [0.25])
+    assert np.isinf(est.noise_dof_).all()
+    # switched to "auto" after a fit: learning starts from the value in use
+    est.set_params(obs_variance="auto").partial_fit(X[:1], y[:1])
+    assert est.noise_dof_[0] == 3.0 and est.obs_variance_[0] != 0.25
+    # and back to a number: used from the next update, never ignored
+    est.set_params(obs_variance=0.5).partial_fit(X[:1], y[:1])
+    np.testing.assert_array_equal(est.obs_variance_, [0.5])
+
+
+def test_sample_y_integrates_the_noise():
+    X, y = _data(n=6, seed=8)
+    est = _reg().fit(X, y)
+    draws = est.sample_y(X[:1], n_samples=20000, random_state=0)[0]
+    _, std = est.predict(X[:1], return_std=True)
+    # Student-t with 2a = 8 dof: the sample sd estimates std within a few percent
+    assert abs(draws.std() / std[0] - 1) < 0.05
+
+
+def nig_log_evidence(X, y, prior_var, a0=1.0, b0=1.0):
+    """log p(y | X) of the NIG model: the ratio of normalisers, prior over posterior."""
+    mean, V, a, b = nig_posterior(X, y, prior_var=prior_var, a0=a0, b0=b0)
+    v0 = np.r_[np.full(X.shape[1], prior_var), OUTPUT_BIAS_VARIANCE]
+    return (
+        scipy.special.gammaln(a)
+        - scipy.special.gammaln(a0)
+        + a0 * np.log(b0)
+        - a * np.log(b)
+        + 0.5 * (np.linalg.slogdet(V)[1] - np.sum(np.log(v0)))
+        - 0.5 * len(y) * np.log(2 * np.pi)
+    )
+
+
+def gaussian_log_evidence(X, y, prior_var, obs_var):
+    """log N(y; 0, H V₀ Hᵀ + R I): the marginal likelihood at a fixed noise."""
+    H = np.column_stack([X, np.ones(len(y))])
+    v0 = np.r_[np.full(X.shape[1], prior_var), OUTPUT_BIAS_VARIANCE]
+    cov = H @ np.diag(v0) @ H.T + obs_var * np.eye(len(y))
+    return scipy.stats.multivariate_normal(np.zeros(len(y)), cov).logpdf(y)
+
+
+@pytest.mark.parametrize("obs_variance", ["auto", 0.3])
+def test_bank_evidence_is_the_marginal_likelihood(obs_variance):
+    from skbong._base import PRIOR_GRID
+
+    X, y = _data(n=30, seed=9)
+    est = _reg(prior_variance="auto", obs_variance=obs_variance)
+    est.fit(X[:11], y[:11]).partial_fit(X[11:], y[11:])  # any split of the stream
+    if obs_variance == "auto":
+        ref = [nig_log_evidence(X, y, v) for v in PRIOR_GRID]
+    else:
+        ref = [gaussian_log_evidence(X, y, v, obs_variance) for v in PRIOR_GRID]
+    np.testing.assert_allclose(est.log_evidence_, ref, rtol=1e-9)
+    weights = np.exp(np.array(ref) - max(ref))
+    np.testing.assert_allclose(est.prior_weights_, weights / weights.sum(), atol=1e-9)
+    assert est.prior_variance_ == PRIOR_GRID[np.argmax(ref)]
+    # each filter is the exact posterior of its prior variance; the mean is their mixture
+    means = [nig_posterior(X, y, prior_var=v)[0] for v in PRIOR_GRID]
+    mixed = np.einsum("k,kp->p", est.prior_weights_, means)
+    if obs_variance == "auto":
+        np.testing.assert_allclose(est.coef_, mixed[:-1], rtol=1e-8)
+
+
+def test_bank_predictive_is_the_mixture():
+    X, y = _data(n=25, seed=10)
+    Xt, yt = _data(n=5, seed=11)
+    bank = _reg(prior_variance="auto").fit(X, y)
+    parts = [_reg(prior_variance=v).fit(X, y) for v in bank.prior_grid_]
+    w = bank.prior_weights_
+    dens = np.array([np.exp(p.predict_logpdf(Xt, yt)) for p in parts])
+    np.testing.assert_allclose(np.exp(bank.predict_logpdf(Xt, yt)), w @ dens, rtol=1e-9)
+    means = np.array([p.predict(Xt) for p in parts])
+    np.testing.assert_allclose(bank.predict(Xt), w @ means, rtol=1e-9)
+    lo, hi = bank.predict_interval(Xt, coverage=0.9)
+    cdf = lambda v: sum(  # noqa: E731
+        wk * scipy.stats.t(p.noise_dof_[0], *_loc_scale(p, Xt)).cdf(v) for wk, p in zip(w, parts)
+    )
+    np.testing.assert_allclose(cdf(lo), 0.05, atol=1e-9)
+    np.testing.assert_allclose(cdf(hi), 0.95, atol=1e-9)
+
+
+def _loc_scale(est, X):
+    mean, V_scale = est._mixture(X, "linmc")[1:3]
+    return mean[0, :, 0], np.sqrt(V_scale[0, :, 0])
