@@ -86,6 +86,9 @@ fig.tight_layout()
 # Which predictive is best calibrated depends on the model, the prior variance and the
 # amount of data: with a network that is over-confident at its posterior mean, the
 # linearised predictive is the one that corrects it. Check on held-out data, as here.
+# Over nine data sets (user guide, "Which predictive") the linearised predictive was
+# never far behind the plug-in one and much better where one pass left the mean
+# over-confident, which is why it is the default.
 print(f"{'rows':>5s} {'predictive':>10s} {'ECE':>6s} {'log-loss':>9s} {'accuracy':>9s}")
 for (stop, predictive), (ece, loss, accuracy) in scores.items():
     print(f"{stop:5d} {predictive:>10s} {ece:6.3f} {loss:9.3f} {accuracy:9.3f}")

@@ -161,13 +161,20 @@ def _dlr_variances_positive(state):
     product, not a triangular solve against the P right-hand sides (``potrs``): the solve
     runs on OpenBLAS's own threads and on busy cores took 14 ms at P = 57,722 (0.46 ms at
     P = 881) against 3 ms (0.01 ms) for the product. Since ``I + Wᵀ Υ⁻¹ W ⪰ I``,
-    ‖L⁻¹‖ ≤ 1 and the explicit inverse loses no accuracy."""
+    ‖L⁻¹‖ ≤ 1 and the explicit inverse loses no accuracy; for the same reason every
+    squared pivot of L is ≥ 1, and one lost in rounding marks a precision whose
+    conditioning exceeds the dtype (e.g. after a row of 1e30)."""
     _, prec_diag, w = state
     scaled = w / prec_diag[:, None]
     inner = np.eye(w.shape[1], dtype=w.dtype) + w.T @ scaled
     potrf, trtri = scipy.linalg.lapack.get_lapack_funcs(("potrf", "trtri"), (inner,))
     chol, info = potrf(inner, lower=True)  # LAPACK directly: a few µs, not numpy's ~20
-    if info != 0:
+    # inner ⪰ I: every squared pivot of its Cholesky factor is ≥ 1 in exact arithmetic,
+    # and is computed with an error of about R ε inner_kk. A pivot within 8× of that
+    # error (or a failed factorisation) is rounding noise: the engine's own
+    # factorisation of the same matrix may then fail where this one passed.
+    noise = 8 * w.shape[1] * np.finfo(w.dtype).eps * np.diagonal(inner)
+    if info != 0 or not np.all(np.diagonal(chol) ** 2 > np.maximum(noise, 0.5)):
         return False
     inv_chol, info = trtri(chol, lower=True)
     if info != 0:
@@ -243,7 +250,7 @@ class BongBase(BaseEstimator):
         drift=1.0,
         process_noise=0.0,
         batch_size=1,
-        predictive="plugin",
+        predictive="linmc",
         predictive_samples=100,
         dtype="float32",
         on_error="raise",
@@ -382,14 +389,24 @@ class BongBase(BaseEstimator):
 
     def _prior_variances(self, config):
         """Prior variance of every parameter, (P,) numpy in float64 (the model's fan-in
-        and intercept scaling of ``prior_variance``), cached per value."""
+        scaling of ``prior_variance``; regression intercepts get
+        :data:`~skbong.engine.models.OUTPUT_BIAS_VARIANCE`), cached per value."""
         cached = getattr(self, "_prior_var_cache", None)
-        key = (repr(self.prior_variance), config.model)
+        key = (repr(self.prior_variance), config.model, config.likelihood)
         if cached is None or cached[0] != key:
+            # regression intercepts get their own broad prior (raw-scale targets);
+            # classifiers' logit biases keep σ₀²
+            broad = config.likelihood == "gaussian"
+
+            def one(v):
+                return config.model.prior_variances(
+                    v, engine.models.OUTPUT_BIAS_VARIANCE if broad else v
+                )
+
             if self._is_bank():  # (K, P)
-                value = np.stack([config.model.prior_variances(v) for v in PRIOR_GRID])
+                value = np.stack([one(v) for v in PRIOR_GRID])
             else:
-                value = config.model.prior_variances(self.prior_variance)
+                value = one(self.prior_variance)
             cached = self._prior_var_cache = (key, value)
         return cached[1]
 
@@ -654,10 +671,19 @@ class BongBase(BaseEstimator):
                 f"the inputs reach |x| = {float(np.max(np.abs(X))):.3g}: standardise them "
                 "(e.g. make_streaming_pipeline(StandardScaler(), ...))"
             )
-        if self.family in ("diag", "diag_moment", "full_moment"):
+        if self.family in ("diag_moment", "full_moment"):
+            natural = self.family.replace("_moment", "")
             hints.append(
-                f"family={self.family!r} is the least stable family (doc: 'Which combination "
-                "survives'); family='dlr' or 'full' take the same data without it"
+                f"family={self.family!r} takes moment steps (Σ' = Σ + α Σ G Σ for the natural "
+                "rules, Σ + (α/2) G for the plain ones), which lose positive definiteness on a row "
+                "more informative than the current belief, as published (doc: 'Which combination "
+                f"survives'); the natural family={natural!r}, or 'dlr', takes the same data"
+            )
+        elif self.family == "diag":
+            hints.append(
+                "family='diag' steps the mean with a diagonal covariance, which can overshoot "
+                "on a network (doc: 'Which combination survives'); obs_variance='auto', "
+                "rule='blr' or family='dlr' take the same data"
             )
         if self.rule in ("bog", "bbb"):
             hints.append(
@@ -868,18 +894,26 @@ class BongBase(BaseEstimator):
         )
 
     # ------------------------------------------------------------ predicting
-    def _predict_rows(self, X, fn, state=None, **kw):
+    def _predict_rows(self, X, fn, state=None, sampled=False, **kw):
         """Apply a jitted engine predictive to X in fixed-size row blocks (to the belief
-        ``state``, a tuple of numpy arrays, default the fitted one)."""
+        ``state``, a tuple of numpy arrays, default the fitted one).
+
+        ``sampled=True`` (a Monte Carlo predictive) computes in float64 whatever
+        ``dtype``: XLA's float32 matrix kernels round differently for 8-, 128- and
+        1024-row blocks (by ~1e-6 on the logits), so a row's averaged prediction would
+        depend on which rows it is predicted with; in float64 the difference is ~1e-15.
+        """
         check_is_fitted(self, "_state")
         _check_not_forked()
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        X = X.astype(self._jax_dtype(), copy=False)
+        dt = np.float64 if sampled else self._jax_dtype()
+        X = X.astype(dt, copy=False)
         config = self._config()
         outs = []
-        with self._x64():
+        with jax.enable_x64(True) if sampled else self._x64():
             cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
-            state = cls(*(self._state if state is None else state))
+            parts = self._state if state is None else state
+            state = cls(*(np.asarray(a, dt) for a in parts))
             key = self._key(2)
             big = _PREDICT_BLOCKS[-1]
             for start in range(0, X.shape[0], big):

@@ -44,17 +44,25 @@ class BongClassifier(ClassifierMixin, BongBase):
         Inner steps I of blr and bbb.
     mc_samples : int, default=10
         Samples M of the MC estimators.
-    prior_variance : float, default=1.0
-        Isotropic prior variance σ₀² of the parameters.
+    prior_variance : float or "auto", default=1.0
+        Prior variance σ₀² of the parameters. For networks the weights of a layer with
+        fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation distribution
+        at any width); biases σ₀². ``"auto"`` runs a bank of filters over
+        σ₀² ∈ {10⁻³, …, 10³} weighted by their online evidence (``prior_weights_``).
     drift : float in (0, 1], default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update.
     process_noise : float, default=0.0
         Isotropic process noise q added before each update.
     batch_size : int, default=1
         Rows treated as one likelihood term per update.
-    predictive : {"plugin", "linmc", "mc"}, default="plugin"
-        Posterior predictive of ``predict_proba``: plugin p(y | f(x, μ)), linearised
-        Monte Carlo, or Monte Carlo; probabilities are averaged over samples.
+    predictive : {"plugin", "linmc", "mc"}, default="linmc"
+        Posterior predictive of ``predict_proba`` and ``predict``: linearised Monte
+        Carlo (logits f(x, μ) + J (θ − μ), θ ~ q, probabilities averaged over
+        ``predictive_samples`` draws), Monte Carlo over the network itself, or plugin
+        p(y | f(x, μ)) (no parameter uncertainty, fastest). ``linmc`` is the default
+        from a comparison on 9 data sets (doc: "Which predictive"): it was never more
+        than 0.07 nats worse than plugin in held-out log-loss and up to 0.8 nats better
+        where one pass leaves the mean overconfident (digits), at 3-30× the predict time.
     predictive_samples : int, default=100
         Samples S of the ``linmc`` and ``mc`` predictives.
     dtype : {"float32", "float64"}, default="float32"
@@ -207,6 +215,7 @@ class BongClassifier(ClassifierMixin, BongBase):
                     ),
                 ),
                 state=state,
+                sampled=self.predictive != "plugin",
             )
             logps.append(logp.astype(np.float64))
             log_w.append(np.log(wt))

@@ -52,12 +52,15 @@ class BongRegressor(RegressorMixin, BongBase):
         Inner steps I of blr and bbb.
     mc_samples : int, default=10
         Samples M of the MC estimators.
-    prior_variance : float, default=1.0
+    prior_variance : float or "auto", default=1.0
         Prior variance σ₀² of the weights. For networks the weights of a layer with
         fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation
         distribution at any width) and hidden biases σ₀²; output biases (intercepts)
         get a broad prior of their own, variance 100 (in units of the noise variance
-        when it is learned, so raw-scale targets work).
+        when it is learned, so raw-scale targets work). ``"auto"`` runs a bank of
+        filters over σ₀² ∈ {10⁻³, …, 10³} in one compiled program, weighted by their
+        online evidence (for the linear model, the exact marginal likelihood), and
+        predicts with their mixture (``prior_weights_``, ``prior_variance_``).
     obs_variance : float or "auto", default="auto"
         Observation noise variance R. ``"auto"`` learns it from the stream, per output,
         at every step from the first row on: a conjugate inverse-gamma posterior
@@ -315,6 +318,7 @@ class BongRegressor(RegressorMixin, BongBase):
                     cfg, st, hyper, x, key, kind, int(self.predictive_samples)
                 ),
                 state=state,
+                sampled=kind == "mc",
             )
             weights.append(wt)
             locs.append(mean.astype(np.float64))

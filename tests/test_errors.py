@@ -217,8 +217,6 @@ def test_invalid_combinations_name_the_parameter(fitted_reg):
         BongRegressor(obs_variance=0.0).fit(X, Y)
     with pytest.raises(ValueError, match="learning_rate"):
         BongClassifier(rule="blr", learning_rate=2.0).fit(X, Y_BIN)
-    with pytest.raises(ValueError, match="obs_variance"):
-        BongRegressor(obs_variance="auto").partial_fit(X[:1], Y[:1])
     with pytest.raises(ValueError, match="n_samples"):
         fitted_reg.sample_y(X, n_samples=0)
 

@@ -20,9 +20,9 @@ What is tested, and why the tolerances are what they are:
   bit for bit, not just closely.
 * The conjugate model (linear, full, bong, lin_hess, float64) is exact Bayesian linear
   regression: posterior and the ``linmc`` predictive (mean, std with noise) are checked
-  against the closed form with prior N(0, σ₀² I) on the weights and the intercept, also
-  with sample weights (weight w ≡ noise variance r / w) and for two outputs with
-  ``obs_variance="auto"`` (0.1 × Var(y) of the first batch). 24 rank-one Woodbury
+  against the closed form with prior N(0, σ₀² I) on the weights, also
+  with sample weights (weight w ≡ noise variance r / w); the intercept has its own
+  prior variance 100. Two outputs with ``obs_variance="auto"`` learn their own noise. 24 rank-one Woodbury
   updates of a 4 × 4 covariance with condition number < 1e3 lose well under
   1e-12 relative in float64; we assert 1e-10.
 * ``predictive="plugin"`` std is sqrt(obs_variance) (the variance over one sample is 0).
@@ -97,11 +97,17 @@ def multi_clf():
     return _clf().fit(X, Y_MULTI)
 
 
+INTERCEPT_PRIOR_VAR = 100.0
+"""The intercept's own prior variance (documented in BongRegressor's docstring)."""
+
+
 def _closed_form(X, y, prior_var, obs_var, w=None):
-    """Bayesian linear regression with N(0, σ₀² I) on (weights, intercept)."""
+    """Bayesian linear regression with N(0, diag(σ₀², …, σ₀², 100)) on (weights,
+    intercept)."""
     phi = np.column_stack([X, np.ones(len(X))])
     w = np.ones(len(X)) if w is None else np.asarray(w, float)
-    prec = np.eye(phi.shape[1]) / prior_var + (phi * w[:, None]).T @ phi / obs_var
+    v0 = np.r_[np.full(X.shape[1], prior_var), INTERCEPT_PRIOR_VAR]
+    prec = np.diag(1.0 / v0) + (phi * w[:, None]).T @ phi / obs_var
     cov = np.linalg.inv(prec)
     mean = cov @ (phi * w[:, None]).T @ y / obs_var
     return mean, cov
@@ -217,12 +223,15 @@ def test_fitted_attributes_classifier(bin_clf, multi_clf):
         assert clf.posterior_mean_.shape == (rows * (D + 1),)
         assert clf.posterior_var_.shape == (rows * (D + 1),)
         assert clf.coef_.shape == (rows, D) and clf.intercept_.shape == (rows,)
+    # the plugin predictive is the link function of the linear attributes
+    bin_plug = copy.deepcopy(bin_clf).set_params(predictive="plugin")
     z = X_NEW @ bin_clf.coef_.T + bin_clf.intercept_
     p1 = 1.0 / (1.0 + np.exp(-z[:, 0]))
-    assert_allclose(bin_clf.predict_proba(X_NEW), np.column_stack([1 - p1, p1]), rtol=1e-12)
+    assert_allclose(bin_plug.predict_proba(X_NEW), np.column_stack([1 - p1, p1]), rtol=1e-12)
+    multi_plug = copy.deepcopy(multi_clf).set_params(predictive="plugin")
     z = X_NEW @ multi_clf.coef_.T + multi_clf.intercept_
     soft = np.exp(z - z.max(1, keepdims=True))
-    assert_allclose(multi_clf.predict_proba(X_NEW), soft / soft.sum(1, keepdims=True), rtol=1e-12)
+    assert_allclose(multi_plug.predict_proba(X_NEW), soft / soft.sum(1, keepdims=True), rtol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -357,15 +366,14 @@ def test_conjugate_matches_closed_form(conj_reg):
     assert_array_equal(conj_reg.predict(X_NEW), mu)
 
 
-def test_float64_predict_is_not_truncated(conj_reg):
+def test_float64_predict_is_not_truncated():
     # obs_variance 0.1 is not a float32 number: a float32 round trip moves it by ~1e-9
-    reg = copy.deepcopy(conj_reg).set_params(obs_variance=0.1)
-    reg.obs_variance_ = np.array([0.1])
+    reg = _reg(predictive="linmc", obs_variance=0.1).fit(X, Y)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         mu, std = reg.predict(X_NEW, return_std=True)
     assert not [w for w in caught if "truncated" in str(w.message)]
-    mean, cov = _closed_form(X, Y, PRIOR_VAR, OBS_VAR)  # the posterior used R = 0.25
+    mean, cov = _closed_form(X, Y, PRIOR_VAR, 0.1)
     assert_allclose(std, _predictive(mean, cov, X_NEW, 0.1)[1], rtol=1e-10)
 
 
@@ -376,25 +384,26 @@ def test_plugin_std_is_noise_only(conj_reg):
     assert_array_equal(mu, conj_reg.predict(X_NEW))
 
 
-def test_multi_output_auto_obs_variance_closed_form():
-    reg = _reg(obs_variance="auto", predictive="linmc").partial_fit(X[:8], Y2[:8])
-    ov = 0.1 * np.var(Y2[:8], axis=0)
-    assert reg.obs_variance_.shape == (2,)
-    assert_allclose(reg.obs_variance_, ov, rtol=1e-12)
-    reg.partial_fit(X[8:], Y2[8:])
-    assert_allclose(reg.obs_variance_, ov, rtol=1e-12)  # only the first batch sets it
+def test_multi_output_learned_noise_is_per_output():
+    # Two outputs with noise s.d. 0.1 and 1.0 learned together: each output keeps its own
+    # IG(a, b). A single-output fit is the exact NIG posterior (tests/test_noise.py); the
+    # two-output fit shares one covariance, rescaled by the geometric mean of the
+    # outputs' ratios, so it only approximates it: measured 1 % off here, asserted 5 %.
+    # A bug that pooled the outputs' noise would be 100-fold off on the first.
+    rng = np.random.default_rng(5)
+    n = 2000
+    Xl = rng.normal(size=(n, D))
+    Yl = np.column_stack(
+        [Xl @ W_TRUE + 0.1 * rng.normal(size=n), -Xl[:, 1] + 2.0 + rng.normal(size=n)]
+    )
+    reg = _reg(obs_variance="auto", predictive="linmc").fit(Xl, Yl)
+    assert reg.obs_variance_.shape == reg.noise_dof_.shape == (2,)
+    single = [_reg(obs_variance="auto").fit(Xl, Yl[:, c]).obs_variance_[0] for c in range(2)]
+    assert_allclose(reg.obs_variance_, single, rtol=0.05)
+    assert_allclose(reg.noise_dof_, [2 + n, 2 + n], rtol=1e-12)  # 2a = 2a₀ + n
     mu, std = reg.predict(X_NEW, return_std=True)
     assert mu.shape == std.shape == (5, 2)
-    for c in range(2):
-        mean, cov = _closed_form(X, Y2[:, c], PRIOR_VAR, ov[c])
-        idx = np.r_[np.arange(D) * 2 + c, 2 * D + c]  # weight (d, C) row-major, then bias
-        assert_allclose(reg.posterior_mean_[idx], mean, rtol=1e-10)
-        assert_allclose(reg.posterior_var_[idx], np.diag(cov), rtol=1e-10)
-        m_ref, s_ref = _predictive(mean, cov, X_NEW, ov[c])
-        assert_allclose(mu[:, c], m_ref, rtol=1e-10)
-        assert_allclose(std[:, c], s_ref, rtol=1e-10)
-    fit = _reg(obs_variance="auto").fit(X, Y2)
-    assert_allclose(fit.obs_variance_, 0.1 * np.var(Y2, axis=0), rtol=1e-12)
+    assert np.all(std[:, 0] < 0.2) and np.all(std[:, 1] > 0.8)
 
 
 def test_sample_weight_is_noise_scaling():

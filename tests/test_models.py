@@ -82,9 +82,16 @@ def _mlp_apply(params, x):
     return h @ params[1][0] + params[1][1]
 
 
-def test_user_model_equals_the_builtin_mlp():
+def test_user_model_equals_the_builtin_mlp(monkeypatch):
     """The same network given as a user model gives the same posterior (float32: the
-    user ``init`` draws in float32, so the built-in must too for identical priors)."""
+    user ``init`` draws in float32, so the built-in must too for identical priors).
+
+    A user model's prior variance is σ₀² for every parameter (its layers are unknown);
+    the built-in MLP scales weights by fan-in and gives the output bias its own variance.
+    The user model is given the built-in's variances here, so that what is compared is
+    the rest of the path (initialiser, flattening, apply, Jacobians)."""
+    builtin_vars = E.MLP(3, 1, (4,), "tanh").prior_variances
+    monkeypatch.setattr(E.UserModel, "prior_variances", lambda self, v, b=None: builtin_vars(v, b))
     rng = np.random.default_rng(0)
     X = rng.normal(size=(30, 3))
     y = np.sin(X[:, 0])

@@ -45,8 +45,8 @@ SETTINGS = settings(
 D = 3
 MAX_ROWS = 20
 DETERMINISTIC = {
-    "full": dict(family="full", dtype="float64"),
-    "dlr": dict(family="dlr", rank=2, dtype="float64"),
+    "full": dict(family="full", dtype="float64", random_state=0),
+    "dlr": dict(family="dlr", rank=2, dtype="float64", random_state=0),
 }
 
 

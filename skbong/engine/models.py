@@ -17,10 +17,11 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 OUTPUT_BIAS_VARIANCE = 100.0
-"""Prior variance of the output biases (the intercepts), whatever ``prior_variance``: a
-broad prior of their own, so that a target far from zero costs the weights nothing.
-(With the learned noise it is in units of the noise variance, see :mod:`.noise`, so
-raw-scale targets work.)"""
+"""Prior variance of the output biases (the intercepts) of a regression model, whatever
+``prior_variance``: a broad prior of their own, so that a target far from zero costs the
+weights nothing. (With the learned noise it is in units of the noise variance, see
+:mod:`.noise`, so raw-scale targets work.) Classifiers' logits have no raw scale: their
+biases keep σ₀²."""
 
 ACTIVATIONS = {
     "relu": jax.nn.relu,
@@ -106,13 +107,13 @@ class MLP:
         """Outputs ``(n, C)`` for a flat parameter vector and inputs ``(n, d)``."""
         return _mlp_apply(_unraveler(self, theta.dtype)(theta), x, self.activation)
 
-    def prior_variances(self, prior_var):
+    def prior_variances(self, prior_var, output_bias_var):
         """Prior variance of each parameter, (P,) float64, for ``prior_variance`` σ₀².
 
         Networks (hidden layers): the weights of a layer with fan-in n get σ₀² / n, so
         σ₀² = 1 is the LeCun-normal initialisation distribution at any width; hidden
         biases σ₀². The linear model: weights σ₀². Output biases (intercepts):
-        :data:`OUTPUT_BIAS_VARIANCE`.
+        ``output_bias_var`` (:data:`OUTPUT_BIAS_VARIANCE` for regression).
         """
         sizes = (self.n_features, *self.hidden, self.n_outputs)
         bias = self.fit_intercept or bool(self.hidden)
@@ -122,7 +123,7 @@ class MLP:
             fan = n_in if self.hidden else 1
             parts.append(np.full(n_in * n_out, prior_var / fan))
             if bias:
-                parts.append(np.full(n_out, OUTPUT_BIAS_VARIANCE if last else prior_var))
+                parts.append(np.full(n_out, output_bias_var if last else prior_var))
         return np.concatenate(parts)
 
 
@@ -153,8 +154,9 @@ class UserModel:
         shapes = jax.eval_shape(lambda k: self._tree(k, jnp.float32), jax.random.PRNGKey(0))
         return int(sum(math.prod(s.shape) for s in jax.tree_util.tree_leaves(shapes)))
 
-    def prior_variances(self, prior_var):
-        """Prior variance of each parameter: σ₀² for all, shape (P,) float64."""
+    def prior_variances(self, prior_var, output_bias_var=None):
+        """Prior variance of each parameter: σ₀² for all, shape (P,) float64 (a user
+        model's layers are unknown; ``output_bias_var`` is not used)."""
         return np.full(self.n_params(), float(prior_var))
 
     def apply(self, theta, x):
