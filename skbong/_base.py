@@ -12,6 +12,7 @@ import warnings
 from numbers import Integral, Real
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 from sklearn.base import BaseEstimator
@@ -149,38 +150,32 @@ def _is_spd(cov):
     return info == 0 and bool(np.all(np.isfinite(np.diagonal(chol))))
 
 
+@jax.jit
+def _dlr_min_variance(prec_diag, prec_lr):
+    """The smallest marginal variance of a dlr belief, computed by the engine's own
+    :func:`~skbong.engine.families.dlr.marginal_var` (NaN where its Woodbury
+    factorisation fails)."""
+    var = engine.families.dlr.marginal_var(engine.DLRState(None, prec_diag, prec_lr))
+    return jnp.min(jnp.where(jnp.isnan(var), -jnp.inf, var))
+
+
 def _dlr_variances_positive(state):
     """Whether the marginal variances ``diag((Υ + W Wᵀ)⁻¹) = 1/Υ − rowsum(V²)``,
     ``V = Υ⁻¹ W L⁻ᵀ``, ``L Lᵀ = I + Wᵀ Υ⁻¹ W``, are positive in the state's dtype.
 
     Υ + W Wᵀ is positive definite by construction (Υ > 0 is checked in every step), but
     an update with an enormous row leaves a precision so ill-conditioned that these
-    variances, which the predictives use, cancel to zero. O(P R²), once per call.
+    variances, which the predictives use, cancel to zero, or that the R × R Cholesky
+    factorisation of I + Wᵀ Υ⁻¹ W fails in rounding. O(P R²), once per call.
 
-    V is formed with the explicit R × R inverse L⁻¹ (LAPACK ``trtri``) and one matrix
-    product, not a triangular solve against the P right-hand sides (``potrs``): the solve
-    runs on OpenBLAS's own threads and on busy cores took 14 ms at P = 57,722 (0.46 ms at
-    P = 881) against 3 ms (0.01 ms) for the product. Since ``I + Wᵀ Υ⁻¹ W ⪰ I``,
-    ‖L⁻¹‖ ≤ 1 and the explicit inverse loses no accuracy; for the same reason every
-    squared pivot of L is ≥ 1, and one lost in rounding marks a precision whose
-    conditioning exceeds the dtype (e.g. after a row of 1e30)."""
+    The variances are computed by the same compiled engine function that
+    ``posterior_var_`` and the predictives use, so the check cannot pass where they
+    would give NaN (a NumPy/LAPACK copy of the formula once passed a 1e30-input belief
+    on which the engine's factorisation failed: the two round differently at the edge).
+    """
     _, prec_diag, w = state
-    scaled = w / prec_diag[:, None]
-    inner = np.eye(w.shape[1], dtype=w.dtype) + w.T @ scaled
-    potrf, trtri = scipy.linalg.lapack.get_lapack_funcs(("potrf", "trtri"), (inner,))
-    chol, info = potrf(inner, lower=True)  # LAPACK directly: a few µs, not numpy's ~20
-    # inner ⪰ I: every squared pivot of its Cholesky factor is ≥ 1 in exact arithmetic,
-    # and is computed with an error of about R ε inner_kk. A pivot within 8× of that
-    # error (or a failed factorisation) is rounding noise: the engine's own
-    # factorisation of the same matrix may then fail where this one passed.
-    noise = 8 * w.shape[1] * np.finfo(w.dtype).eps * np.diagonal(inner)
-    if info != 0 or not np.all(np.diagonal(chol) ** 2 > np.maximum(noise, 0.5)):
-        return False
-    inv_chol, info = trtri(chol, lower=True)
-    if info != 0:
-        return False
-    root = scaled @ inv_chol.T  # V = Υ⁻¹ W L⁻ᵀ
-    return bool(np.all(1.0 / prec_diag - np.einsum("pr,pr->p", root, root) > 0))
+    with jax.enable_x64(w.dtype == np.float64):
+        return bool(_dlr_min_variance(prec_diag, w) > 0)
 
 
 _UNSOUND = {
