@@ -46,7 +46,6 @@ X_stream, y_stream, X_test, y_test = X[:1000], y[:1000], X[1000:], y[1000:]
 clf = BongClassifier(
     hidden_layer_sizes=(32, 32),
     activation="tanh",
-    prior_variance=0.3,
     predictive_samples=100,
     random_state=0,
 )

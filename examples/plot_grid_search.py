@@ -33,7 +33,7 @@ pipe = make_pipeline(
     StandardScaler(),
     BongClassifier(hidden_layer_sizes=(16,), activation="tanh", random_state=0),
 )
-grid = {"bongclassifier__prior_variance": np.logspace(-3, 0.5, 8)}
+grid = {"bongclassifier__prior_variance": np.logspace(-2, 1.5, 8)}
 search = GridSearchCV(
     pipe,
     grid,

@@ -33,15 +33,14 @@ grid = np.linspace(-6, 6, 300)[:, None]
 # Learn from the stream and look at the belief along the way
 # ----------------------------------------------------------
 # ``obs_variance`` is the noise variance of the likelihood (here the true 0.1²) and
-# ``prior_variance`` the prior variance of the weights. For a network a small prior
-# variance keeps the first natural-gradient steps from overshooting; a larger one lets
-# the band open wider where there are no data. The network has two hidden layers of 16
+# ``prior_variance`` the prior variance of the weights, divided by each layer's fan-in
+# (the default 1 is the usual initialisation distribution); a larger one lets the band
+# open wider where there are no data. The network has two hidden layers of 16
 # tanh units: P = 321 weights, a 321 × 321 covariance.
 reg = BongRegressor(
     hidden_layer_sizes=(16, 16),
     activation="tanh",
     family="full",
-    prior_variance=0.3,
     obs_variance=0.01,
     predictive="linmc",
     random_state=0,

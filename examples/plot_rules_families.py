@@ -53,7 +53,6 @@ ax.set_aspect("equal")
 base = dict(
     hidden_layer_sizes=(32,),
     activation="tanh",
-    prior_variance=0.1,
     random_state=0,
     on_error="skip",
 )

@@ -27,7 +27,6 @@ X = (X - X.mean(axis=0)) / X.std(axis=0)  # standardised inputs
 clf = BongClassifier(
     hidden_layer_sizes=(16, 16),
     activation="tanh",
-    prior_variance=0.1,
     random_state=0,
 )
 

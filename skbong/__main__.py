@@ -64,7 +64,10 @@ def main(argv=None):
         "--hidden", type=int, default=32, help="hidden units (0: softmax regression)"
     )
     parser.add_argument(
-        "--prior-variance", type=float, default=0.03, help="prior variance of the weights"
+        "--prior-variance",
+        type=float,
+        default=1.0,
+        help="prior_variance of BongClassifier (its default; a layer's weights get it / fan-in)",
     )
     parser.add_argument("--seed", type=int, default=0, help="stream order and model seed")
     parser.add_argument("--plot", default="skbong_digits.png", help="where to save the plot")

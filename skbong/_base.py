@@ -36,6 +36,7 @@ STRUCTURAL = (
     "mc_samples",
     "batch_size",
     "dtype",
+    "backtrack",
 )
 """Parameters that fix the shape of the belief or the compiled program: changing one
 of them between ``partial_fit`` calls requires a new ``fit``."""
@@ -215,6 +216,7 @@ class BongBase(BaseEstimator):
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "n_iter": [Interval(Integral, 1, None, closed="left")],
         "mc_samples": [Interval(Integral, 1, None, closed="left")],
+        "backtrack": [Interval(Integral, 0, None, closed="left")],
         "prior_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "drift": [Interval(Real, 0, 1, closed="right")],
         "process_noise": [Interval(Real, 0, None, closed="left")],
@@ -241,6 +243,7 @@ class BongBase(BaseEstimator):
         learning_rate=0.1,
         n_iter=10,
         mc_samples=10,
+        backtrack=0,
         prior_variance=1.0,
         drift=1.0,
         process_noise=0.0,
@@ -263,6 +266,7 @@ class BongBase(BaseEstimator):
         self.learning_rate = learning_rate
         self.n_iter = n_iter
         self.mc_samples = mc_samples
+        self.backtrack = backtrack
         self.prior_variance = prior_variance
         self.drift = drift
         self.process_noise = process_noise
@@ -369,6 +373,7 @@ class BongBase(BaseEstimator):
             hessian=self.hessian,
             n_iter=int(self.n_iter),
             mc_samples=int(self.mc_samples),
+            backtrack=int(self.backtrack),
             dynamic=bool(self.drift != 1.0 or self.process_noise != 0.0),
             learn_noise=self._learns_noise(),
             evidence=self._is_bank(),
@@ -672,7 +677,8 @@ class BongBase(BaseEstimator):
                 f"family={self.family!r} takes moment steps (Σ' = Σ + α Σ G Σ for the natural "
                 "rules, Σ + (α/2) G for the plain ones), which lose positive definiteness on a row "
                 "more informative than the current belief, as published (doc: 'Which combination "
-                f"survives'); the natural family={natural!r}, or 'dlr', takes the same data"
+                f"survives'); the natural family={natural!r}, or 'dlr', takes the same data; "
+                "or backtrack=4 (halve a step that would break it)"
             )
         elif self.family == "diag":
             hints.append(
@@ -683,7 +689,8 @@ class BongBase(BaseEstimator):
         if self.rule in ("bog", "bbb"):
             hints.append(
                 f"rule={self.rule!r} takes plain-gradient steps of size "
-                f"learning_rate={self.learning_rate}: lower it, or use rule='bong' / 'blr'"
+                f"learning_rate={self.learning_rate}: lower it, use rule='bong' / 'blr', or "
+                "backtrack=4 (halve a step that would break the belief)"
             )
         if not self._learns_noise() and getattr(self, "_likelihood", None) and (
             self._likelihood(1) == "gaussian"

@@ -44,6 +44,14 @@ class BongClassifier(ClassifierMixin, BongBase):
         Inner steps I of blr and bbb.
     mc_samples : int, default=10
         Samples M of the MC estimators.
+    backtrack : int, default=0
+        Step halvings allowed per (inner) step: a step that would leave an invalid
+        belief (non-finite, a non-positive variance, or a dense covariance that is not
+        positive definite) is retaken with half the rate, up to ``backtrack`` times,
+        before the row is refused. 0 runs the published algorithms exactly; a positive
+        value is the stabilised variant for the fragile combinations (moment families,
+        ``bog``, ``bbb``; doc: "Which combination survives"), at the cost of a check per
+        step (a Cholesky factorisation, O(P³), for the dense families).
     prior_variance : float or "auto", default=1.0
         Prior variance σ₀² of the parameters. For networks the weights of a layer with
         fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation distribution

@@ -344,6 +344,52 @@ def test_indefinite_update_skipped_equals_fit_without_it():
     _record(skip, PD_PARAMS, "Σ made indefinite, on_error='skip'", "skipped, n_skipped_ = 1")
 
 
+@pytest.mark.parametrize("halvings", [1, 3])
+def test_backtrack_retakes_the_indefinite_step_at_half_the_rate(halvings):
+    """With ``backtrack``, the step of _pd_setup's row 3 (indefinite at α = 0.6, since
+    0.3 φᵀ Σ⁻¹ φ ≈ 1.3 > 1) is retaken at α / 2 = 0.3 (0.15 φᵀ Σ⁻¹ φ ≈ 0.65 < 1, positive
+    definite): the result is the published step at the halved rate for that row and at
+    the full rate for the others, which are acceptable as they are. Oracle: the same rows
+    streamed without backtracking, the learning rate set to 0.3 for row 3 only."""
+    est, Xb, yb, w = _pd_setup("float64")
+    bt = BongRegressor(**{**est.get_params(), "backtrack": halvings})
+    bt.fit(X_FIT, Y_REG, sample_weight=np.full(N, 0.01)).partial_fit(Xb, yb, sample_weight=w)
+    ref = _fresh(est)
+    for rows, rate in ((slice(0, PD_ROW), 0.6), (slice(PD_ROW, PD_ROW + 1), 0.3),
+                       (slice(PD_ROW + 1, N), 0.6)):
+        ref.set_params(learning_rate=rate).partial_fit(Xb[rows], yb[rows], sample_weight=w[rows])
+    assert bt.n_skipped_ == 0 and base._is_spd(bt._state[1].copy())
+    # different compiled programs (8-step, 1-step; a while loop): a few ulps per step
+    for a, b in zip(bt._state, ref._state):
+        assert np.abs(a - b).max() <= 2 * N * np.finfo(a.dtype).eps * np.abs(b).max()
+    # a step acceptable at the full rate is not damped: without row 3 nothing differs
+    w[PD_ROW] = 0.0
+    plain = _fresh(est).partial_fit(Xb, yb, sample_weight=w)
+    damped = BongRegressor(**{**est.get_params(), "backtrack": halvings})
+    damped.fit(X_FIT, Y_REG, sample_weight=np.full(N, 0.01)).partial_fit(Xb, yb, sample_weight=w)
+    for a, b in zip(damped._state, plain._state):
+        assert np.abs(a - b).max() <= 2 * N * np.finfo(a.dtype).eps * np.abs(b).max()
+
+
+def test_backtrack_zero_is_the_published_step_and_too_few_halvings_still_refuse():
+    """backtrack=0 compiles no loop (the published algorithm); a step that stays
+    indefinite after all its halvings is refused as before."""
+    est, Xb, yb, w = _pd_setup("float64")
+    w[PD_ROW] = 1e4  # weight 1e4: α / 2^k φᵀ Σ⁻¹ φ w stays > 1 for k ≤ 3
+    one = BongRegressor(**{**est.get_params(), "backtrack": 3})
+    one.fit(X_FIT, Y_REG, sample_weight=np.full(N, 0.01))
+    with pytest.raises(NonFiniteUpdateError, match=rf"\brow {PD_ROW}\b"):
+        one.partial_fit(Xb, yb, sample_weight=w)
+    model = E.MLP(3, 1, (), "relu", True)
+    jaxpr = str(jax.make_jaxpr(lambda s, x, y, w, h, k: E.update(
+        E.Config(model=model, likelihood="gaussian", family="full_moment", rule="bog"),
+        s, x, y, w, h, k))(
+        E.MeanCov(np.zeros(4, np.float32), np.eye(4, dtype=np.float32)),
+        np.ones((1, 3), np.float32), np.ones((1, 1), np.float32), np.ones(1, np.float32),
+        E.Hyper(*(np.float32(v) for v in (1.0, 1.0, 0.1, 1.0, 0.0))), jax.random.PRNGKey(0)))
+    assert "while" not in jaxpr
+
+
 def test_positive_definiteness_is_checked_once_per_call(monkeypatch):
     calls = []
     real = base._is_spd

@@ -11,6 +11,7 @@ with the key ``fold_in(key, i)`` so that one-step rules and I = 1 share keys.
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from .curvature import ESTIMATORS
 from .families import FAMILIES
@@ -60,8 +61,44 @@ def update(config, predicted, x, y, w, hyper, key):
         g, curv = estimate(
             config, family, state, x, y, w, hyper.obs_var, jax.random.fold_in(key, i)
         )
-        return step(state, prior, g, curv, alpha)
+        if not config.backtrack:
+            return step(state, prior, g, curv, alpha)
+        return _backtracking(config, family, lambda a: step(state, prior, g, curv, a), alpha)
 
     if n_steps == 1:
         return inner(0, predicted)
     return jax.lax.fori_loop(0, n_steps, inner, predicted)
+
+
+def _acceptable(config, family, state):
+    """Whether a step's result is a usable belief: the family's ``is_valid`` (finite,
+    positive variances / precisions) and, for the dense families, a covariance whose
+    Cholesky factorisation succeeds (O(P³): paid only with ``backtrack``)."""
+    ok = family.is_valid(state)
+    if config.family in ("full", "full_moment"):
+        cov = 0.5 * (state.cov + state.cov.T)
+        ok = ok & jnp.all(jnp.isfinite(jnp.linalg.cholesky(cov)))
+    return ok
+
+
+def _backtracking(config, family, take, alpha):
+    """``take(α)``, retaken at α/2, α/4, … (at most ``config.backtrack`` halvings) while
+    its result is not :func:`_acceptable`.
+
+    A damped step in the same direction: the natural steps shrink the precision change
+    α G̃, the moment steps the covariance change α Σ G̃ Σ (or (α/2) G̃), which for a small
+    enough α keeps Σ positive definite. A step that is acceptable at α is taken
+    unchanged, so the published algorithm is what runs wherever it works.
+    """
+    first = take(alpha)
+
+    def retry(carry):
+        k, _ = carry
+        return k + 1, take(alpha * 0.5 ** (k + 1))
+
+    def failing(carry):
+        k, new = carry
+        return (k < config.backtrack) & ~_acceptable(config, family, new)
+
+    _, new = jax.lax.while_loop(failing, retry, (jnp.asarray(0), first))
+    return new

@@ -46,6 +46,11 @@ class Config:
         Whether the Gaussian noise variance is learned online (:mod:`.noise`): the
         stream's state is then the pair ``(belief, NoiseState)`` and ``Hyper.obs_var``
         is ignored by the update.
+    backtrack : int
+        Step halvings allowed per (inner) step: where a step would leave an invalid
+        belief (non-finite, a non-positive variance, or for the dense families a
+        covariance that is not positive definite), it is retaken with half the rate, up
+        to ``backtrack`` times (:func:`.rules.update`). 0 is the published algorithm.
     evidence : bool
         Whether the stream reports each row's log predictive density with parameter
         uncertainty (Gaussian likelihood: the linearised predictive, exact in the
@@ -64,6 +69,7 @@ class Config:
     dynamic: bool = False
     learn_noise: bool = False
     evidence: bool = False
+    backtrack: int = 0
 
     def __post_init__(self):
         checks = (
@@ -79,6 +85,8 @@ class Config:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not isinstance(self.backtrack, int) or isinstance(self.backtrack, bool) or self.backtrack < 0:
+            raise ValueError(f"backtrack must be a non-negative integer, got {self.backtrack!r}")
         if self.learn_noise and self.likelihood != "gaussian":
             raise ValueError("learn_noise applies to the gaussian likelihood only")
         if self.family == "dlr" and self.hessian == "mc_hess":
