@@ -387,35 +387,41 @@ class BongBase(BaseEstimator):
         """Whether the Gaussian noise variance is learned online (regressor hook)."""
         return False
 
-    def _prior_variances(self, config):
+    def _prior_variances(self, config, stationary=False):
         """Prior variance of every parameter, (P,) numpy in float64 (the model's fan-in
-        scaling of ``prior_variance``; regression intercepts get
-        :data:`~skbong.engine.models.OUTPUT_BIAS_VARIANCE`), cached per value."""
+        scaling of ``prior_variance``; (K, P) for the bank), cached per value.
+
+        Regression intercepts start from their own broad prior,
+        :data:`~skbong.engine.models.OUTPUT_BIAS_VARIANCE`; classifiers' logit biases
+        keep σ₀². ``stationary=True`` gives the variances the OU drift forgets toward
+        (``Hyper.prior_var``): σ₀² for the intercepts too. The broad value is where an
+        intercept's uncertainty starts, for raw-scale targets, not a scale on which it
+        wanders: as a stationary variance it would add (1 − γ²) · 100 to the intercept's
+        variance at every step (90 % intervals covered 97 % of a drifting stream).
+        """
         cached = getattr(self, "_prior_var_cache", None)
         key = (repr(self.prior_variance), config.model, config.likelihood)
         if cached is None or cached[0] != key:
-            # regression intercepts get their own broad prior (raw-scale targets);
-            # classifiers' logit biases keep σ₀²
             broad = config.likelihood == "gaussian"
 
-            def one(v):
+            def one(v, wide):
                 return config.model.prior_variances(
-                    v, engine.models.OUTPUT_BIAS_VARIANCE if broad else v
+                    v, engine.models.OUTPUT_BIAS_VARIANCE if wide else v
                 )
 
-            if self._is_bank():  # (K, P)
-                value = np.stack([one(v) for v in PRIOR_GRID])
-            else:
-                value = one(self.prior_variance)
+            grid = PRIOR_GRID if self._is_bank() else [self.prior_variance]
+            value = tuple(np.stack([one(v, wide) for v in grid]) for wide in (broad, False))
+            if not self._is_bank():
+                value = tuple(v[0] for v in value)
             cached = self._prior_var_cache = (key, value)
-        return cached[1]
+        return cached[1][1 if stationary else 0]
 
     def _hyper(self, obs_var, config):
         # numpy values: the jitted engine converts them in its fast C++ path, far cheaper
         # than one jnp.asarray dispatch per hyperparameter
         dt = self._jax_dtype()
         return engine.Hyper(
-            prior_var=self._prior_variances(config).astype(dt),
+            prior_var=self._prior_variances(config, stationary=True).astype(dt),
             obs_var=np.asarray(obs_var, dt),
             learning_rate=np.asarray(self.learning_rate, dt),
             drift=np.asarray(self.drift, dt),

@@ -67,3 +67,31 @@ def test_networks_at_defaults_learn_digits(digits_stream):
     linear = _prequential_accuracy((), *digits_stream)
     for hidden in [(32,), (64, 64)]:
         assert _prequential_accuracy(hidden, *digits_stream) > linear, hidden
+
+
+def _kalman(X, y, v0, stationary, gamma, r):
+    """The Kalman filter of the OU model θ_t = γ θ_{t−1} + N(0, (1 − γ²) diag(s)),
+    y = [x, 1]·θ + N(0, r), from θ_0 ~ N(0, diag(v0)): numpy, written from the textbook."""
+    m, P = np.zeros(len(v0)), np.diag(v0)
+    Q = (1 - gamma**2) * np.diag(stationary)
+    for x, t in zip(X, y):
+        m, P = gamma * m, gamma**2 * P + Q
+        h = np.r_[x, 1.0]
+        k = P @ h / (h @ P @ h + r)
+        m, P = m + k * (t - h @ m), P - np.outer(k, h @ P)
+    return m, P
+
+
+def test_drift_forgets_the_intercept_toward_sigma0_not_its_broad_start():
+    # The intercept starts from variance 100 (raw-scale targets) but drifts toward σ₀²
+    # like every weight: the OU stationary variance. With 100 as the stationary variance
+    # each step would add (1 − γ²)·100 to it (intervals over-cover drifting streams).
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2))
+    y = X @ [1.0, -1.0] + 5.0 + 0.3 * rng.normal(size=30)
+    gamma, s0, r = 0.9, 0.5, 0.09
+    reg = BongRegressor(family="full", drift=gamma, prior_variance=s0, obs_variance=r,
+                        dtype="float64", random_state=0).fit(X, y)
+    m, P = _kalman(X, y, [s0, s0, 100.0], [s0, s0, s0], gamma, r)
+    np.testing.assert_allclose(reg.posterior_mean_, m, rtol=1e-10)
+    np.testing.assert_allclose(reg.posterior_var_, np.diag(P), rtol=1e-10)
