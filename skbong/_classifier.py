@@ -20,8 +20,8 @@ class BongClassifier(ClassifierMixin, BongBase):
 
     Parameters
     ----------
-    hidden_layer_sizes : tuple of int, default=()
-        Hidden layer widths of the MLP; ``()`` is logistic / softmax regression.
+    hidden_layer_sizes : int or tuple of int, default=()
+        Hidden layer widths of the MLP (an int is one layer, as in ``MLPRegressor``); ``()`` is logistic / softmax regression.
     activation : {"relu", "tanh", "gelu", "sigmoid", "identity"}, default="relu"
         Hidden-layer activation.
     model : tuple (init, apply) or object with ``.init`` and ``.apply``, default=None
@@ -33,7 +33,8 @@ class BongClassifier(ClassifierMixin, BongBase):
     family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
         Variational family.
     rank : int, default=10
-        Rank R of the low-rank part of the ``dlr`` precision.
+        Rank R of the low-rank part of the ``dlr`` precision; a rank above the number
+        of parameters P is clamped to P (rank P is already exact).
     rule : {"bong", "bog", "blr", "bbb"}, default="bong"
         Update rule.
     hessian : {"lin_hess", "lin_ef", "mc_ef", "mc_hess"}, default="lin_hess"

@@ -26,8 +26,8 @@ class BongRegressor(RegressorMixin, BongBase):
 
     Parameters
     ----------
-    hidden_layer_sizes : tuple of int, default=()
-        Hidden layer widths of the MLP; ``()`` is linear regression.
+    hidden_layer_sizes : int or tuple of int, default=()
+        Hidden layer widths of the MLP (an int is one layer, as in ``MLPRegressor``); ``()`` is linear regression.
     activation : {"relu", "tanh", "gelu", "sigmoid", "identity"}, default="relu"
         Hidden-layer activation.
     model : tuple (init, apply) or object with ``.init`` and ``.apply``, default=None
@@ -40,7 +40,8 @@ class BongRegressor(RegressorMixin, BongBase):
         Variational family: full covariance or diagonal, in natural or moment
         parameters, or diagonal-plus-low-rank precision of rank ``rank``.
     rank : int, default=10
-        Rank R of the low-rank part of the ``dlr`` precision.
+        Rank R of the low-rank part of the ``dlr`` precision; a rank above the number
+        of parameters P is clamped to P (rank P is already exact).
     rule : {"bong", "bog", "blr", "bbb"}, default="bong"
         Update rule: one natural-gradient step (bong), one gradient step (bog), or
         ``n_iter`` natural-gradient (blr) or gradient (bbb) steps on the online ELBO.

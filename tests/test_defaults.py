@@ -95,3 +95,24 @@ def test_drift_forgets_the_intercept_toward_sigma0_not_its_broad_start():
     m, P = _kalman(X, y, [s0, s0, 100.0], [s0, s0, s0], gamma, r)
     np.testing.assert_allclose(reg.posterior_mean_, m, rtol=1e-10)
     np.testing.assert_allclose(reg.posterior_var_, np.diag(P), rtol=1e-10)
+
+
+def test_rank_above_the_parameter_count_is_clamped():
+    # linear model on 3 features: P = 4; rank 50 must be rank 4, not an error and not a
+    # belief padded with 46 idle directions (which would change nothing but the cost)
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
+    big = BongRegressor(rank=50, dtype="float64", random_state=0).fit(X, y)
+    exact = BongRegressor(rank=4, dtype="float64", random_state=0).fit(X, y)
+    assert big._state[2].shape == (4, 4)
+    np.testing.assert_array_equal(big.posterior_mean_, exact.posterior_mean_)
+    np.testing.assert_array_equal(big.posterior_var_, exact.posterior_var_)
+
+
+def test_hidden_layer_sizes_int_is_one_layer():
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(30, 3)), rng.integers(0, 2, size=30)
+    a = BongClassifier(hidden_layer_sizes=8, random_state=0).fit(X, y)
+    b = BongClassifier(hidden_layer_sizes=(8,), random_state=0).fit(X, y)
+    assert a.n_params_ == 3 * 8 + 8 + 8 + 1
+    np.testing.assert_array_equal(a.posterior_mean_, b.posterior_mean_)
