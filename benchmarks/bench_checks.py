@@ -72,6 +72,8 @@ def main():
     def emit(text=""):
         print(text, flush=True)
         lines.append(text)
+        if args.out is not None:  # rewritten as it goes: an interrupted run keeps its rows
+            args.out.write_text("\n".join(lines) + "\n")
 
     import subprocess
 
@@ -103,8 +105,6 @@ def main():
         emit(f"   {config:45s} {passed:4d} {n_failed:4d}")
     emit(f"\nwall time {time.time() - start:.0f} s; load average "
          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")
-    if args.out is not None:
-        args.out.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
