@@ -195,3 +195,20 @@ def table(rows, columns, formats=None):
     print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
     for row in cells:
         print("  ".join(v.rjust(w) for v, w in zip(row, widths)))
+
+
+class Tee:
+    """Write to the terminal and keep a copy for ``--out``."""
+
+    def __init__(self, stream):
+        self.stream, self.parts = stream, []
+
+    def write(self, text):
+        self.stream.write(text)
+        self.parts.append(text)
+
+    def flush(self):
+        self.stream.flush()
+
+    def text(self):
+        return "".join(self.parts)

@@ -62,7 +62,7 @@ from pathlib import Path
 
 import numpy as np
 import sklearn
-from _common import load_note, machine
+from _common import Tee, load_note, machine
 from paper._shared import DEFAULT_DATA, cpu_model, git_revision
 from sklearn.base import clone
 from sklearn.datasets import (
@@ -94,23 +94,6 @@ FORMATS = {"score": "{:.4f}", "nll": "{:.4f}", "logloss": "{:.4f}", "cov90": "{:
 
 
 # ---------------------------------------------------------------- output
-
-
-class Tee:
-    """Write to the terminal and keep a copy for ``--out``."""
-
-    def __init__(self, stream):
-        self.stream, self.parts = stream, []
-
-    def write(self, text):
-        self.stream.write(text)
-        self.parts.append(text)
-
-    def flush(self):
-        self.stream.flush()
-
-    def text(self):
-        return "".join(self.parts)
 
 
 def fmt_cell(col, v):

@@ -81,7 +81,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "paper"))  # paper/uci_regression.py imports `_shared`
 
-from _common import load_note  # noqa: E402
+from _common import Tee, load_note  # noqa: E402
 from paper._shared import DEFAULT_DATA, cpu_model  # noqa: E402
 from paper.uci_regression import load  # noqa: E402
 
@@ -97,23 +97,6 @@ NOISE_TOL, PRIOR_TOL = 0.1, 0.05
 
 
 # ---------------------------------------------------------------- output
-
-
-class Tee:
-    """Write to the terminal and keep a copy for ``--out``."""
-
-    def __init__(self, stream):
-        self.stream, self.parts = stream, []
-
-    def write(self, text):
-        self.stream.write(text)
-        self.parts.append(text)
-
-    def flush(self):
-        self.stream.flush()
-
-    def text(self):
-        return "".join(self.parts)
 
 
 def progress(msg):
