@@ -684,7 +684,7 @@ class BongBase(BaseEstimator):
                 "rules, Σ + (α/2) G for the plain ones), which lose positive definiteness on a row "
                 "more informative than the current belief, as published (doc: 'Which combination "
                 f"survives'); the natural family={natural!r}, or 'dlr', takes the same data; "
-                "or backtrack=4 (halve a step that would break it)"
+                "or backtrack=20 (halve a step that would break it, with rule='bong' or 'blr')"
             )
         elif self.family == "diag":
             hints.append(
@@ -695,8 +695,7 @@ class BongBase(BaseEstimator):
         if self.rule in ("bog", "bbb"):
             hints.append(
                 f"rule={self.rule!r} takes plain-gradient steps of size "
-                f"learning_rate={self.learning_rate}: lower it, use rule='bong' / 'blr', or "
-                "backtrack=4 (halve a step that would break the belief)"
+                f"learning_rate={self.learning_rate}: lower it, or use rule='bong' / 'blr'"
             )
         if not self._learns_noise() and getattr(self, "_likelihood", None) and (
             self._likelihood(1) == "gaussian"

@@ -21,7 +21,8 @@ class BongClassifier(ClassifierMixin, BongBase):
     Parameters
     ----------
     hidden_layer_sizes : int or tuple of int, default=()
-        Hidden layer widths of the MLP (an int is one layer, as in ``MLPRegressor``); ``()`` is logistic / softmax regression.
+        Hidden layer widths of the MLP (an int is one layer, as in ``MLPClassifier``);
+        ``()`` is logistic / softmax regression.
     activation : {"relu", "tanh", "gelu", "sigmoid", "identity"}, default="relu"
         Hidden-layer activation.
     model : tuple (init, apply) or object with ``.init`` and ``.apply``, default=None
@@ -50,9 +51,10 @@ class BongClassifier(ClassifierMixin, BongBase):
         belief (non-finite, a non-positive variance, or a dense covariance that is not
         positive definite) is retaken with half the rate, up to ``backtrack`` times,
         before the row is refused. 0 runs the published algorithms exactly; a positive
-        value is the stabilised variant for the fragile combinations (moment families,
-        ``bog``, ``bbb``; doc: "Which combination survives"), at the cost of a check per
-        step (a Cholesky factorisation, O(P³), for the dense families).
+        value (e.g. 20) is the stabilised variant of the moment families with ``bong``
+        and ``blr`` (doc: "Which combination survives"); it does not rescue ``bog`` and
+        ``bbb``, whose failures are a diverging mean. It costs a check per step (a
+        Cholesky factorisation, O(P³), for the dense families).
     prior_variance : float or "auto", default=1.0
         Prior variance σ₀² of the parameters. For networks the weights of a layer with
         fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation distribution
@@ -71,7 +73,7 @@ class BongClassifier(ClassifierMixin, BongBase):
         p(y | f(x, μ)) (no parameter uncertainty, fastest). ``linmc`` is the default
         from a comparison on 9 data sets (doc: "Which predictive"): it was never more
         than 0.07 nats worse than plugin in held-out log-loss and up to 0.8 nats better
-        where one pass leaves the mean overconfident (digits), at 3-30× the predict time.
+        where one pass leaves the mean overconfident (digits), at 2-70× the predict time.
     predictive_samples : int, default=100
         Samples S of the ``linmc`` and ``mc`` predictives.
     dtype : {"float32", "float64"}, default="float32"

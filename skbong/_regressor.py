@@ -27,7 +27,8 @@ class BongRegressor(RegressorMixin, BongBase):
     Parameters
     ----------
     hidden_layer_sizes : int or tuple of int, default=()
-        Hidden layer widths of the MLP (an int is one layer, as in ``MLPRegressor``); ``()`` is linear regression.
+        Hidden layer widths of the MLP (an int is one layer, as in ``MLPRegressor``);
+        ``()`` is linear regression.
     activation : {"relu", "tanh", "gelu", "sigmoid", "identity"}, default="relu"
         Hidden-layer activation.
     model : tuple (init, apply) or object with ``.init`` and ``.apply``, default=None
@@ -58,9 +59,10 @@ class BongRegressor(RegressorMixin, BongBase):
         belief (non-finite, a non-positive variance, or a dense covariance that is not
         positive definite) is retaken with half the rate, up to ``backtrack`` times,
         before the row is refused. 0 runs the published algorithms exactly; a positive
-        value is the stabilised variant for the fragile combinations (moment families,
-        ``bog``, ``bbb``; doc: "Which combination survives"), at the cost of a check per
-        step (a Cholesky factorisation, O(P³), for the dense families).
+        value (e.g. 20) is the stabilised variant of the moment families with ``bong``
+        and ``blr`` (doc: "Which combination survives"); it does not rescue ``bog`` and
+        ``bbb``, whose failures are a diverging mean. It costs a check per step (a
+        Cholesky factorisation, O(P³), for the dense families).
     prior_variance : float or "auto", default=1.0
         Prior variance σ₀² of the weights. For networks the weights of a layer with
         fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation

@@ -116,3 +116,16 @@ def test_hidden_layer_sizes_int_is_one_layer():
     b = BongClassifier(hidden_layer_sizes=(8,), random_state=0).fit(X, y)
     assert a.n_params_ == 3 * 8 + 8 + 8 + 1
     np.testing.assert_array_equal(a.posterior_mean_, b.posterior_mean_)
+
+
+def test_classifier_biases_keep_the_prior_variance():
+    # Only regression intercepts get the broad variance 100: logits have no raw scale
+    # (a broad bias prior cost digits up to 1.4 nats). A row of weight 1e-12 leaves the
+    # belief at its prior to ~1e-12, so posterior_var_ is the prior variance.
+    X, y = np.array([[1.0, -1.0], [0.5, 2.0]]), np.array([0, 1])
+    clf = BongClassifier(family="full", prior_variance=0.5, dtype="float64", random_state=0)
+    clf.fit(X, y, sample_weight=[1e-12, 1e-12])
+    np.testing.assert_allclose(clf.posterior_var_, 0.5, rtol=1e-9)
+    reg = BongRegressor(family="full", prior_variance=0.5, obs_variance=1.0, dtype="float64")
+    reg.fit(X, [0.0, 1.0], sample_weight=[1e-12, 1e-12])
+    np.testing.assert_allclose(reg.posterior_var_, [0.5, 0.5, 100.0], rtol=1e-9)
