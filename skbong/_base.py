@@ -6,7 +6,6 @@ array and no jitted function lives on an estimator), so estimators pickle and
 resume on another machine.
 """
 
-import functools
 import os
 import warnings
 from numbers import Integral, Real
@@ -21,6 +20,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import engine
+from ._guard import _check_not_forked
+from ._posterior import _PREDICT_BLOCKS, PosteriorMixin, _check_model  # noqa: F401
 from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
 
 STRUCTURAL = (
@@ -41,32 +42,6 @@ STRUCTURAL = (
 """Parameters that fix the shape of the belief or the compiled program: changing one
 of them between ``partial_fit`` calls requires a new ``fit``."""
 
-_PREDICT_BLOCKS = (8, 128, 1024)
-"""Row-block sizes of the compiled predictives: a call pads its rows up to the smallest
-block that holds them (8 or 128) or runs 1024-row blocks, so at most three programs
-exist per predictive, configuration and feature count."""
-
-
-def _check_model(model):
-    if model is None:
-        return
-    init = getattr(model, "init", None) if not isinstance(model, tuple) else model[0]
-    apply = getattr(model, "apply", None) if not isinstance(model, tuple) else model[1]
-    if not (callable(init) and callable(apply)) or (isinstance(model, tuple) and len(model) != 2):
-        raise ValueError(
-            "model must be None, a pair (init, apply) of callables, or an object with "
-            f"callable .init and .apply attributes; got {model!r}"
-        )
-
-
-@functools.lru_cache(maxsize=256)
-def _cached_key(seed, purpose):
-    """``fold_in(PRNGKey(seed), purpose)`` as a read-only numpy array (computed once)."""
-    key = np.asarray(engine.make_key(seed, purpose))
-    key.flags.writeable = False
-    return key
-
-
 def _physical_memory():
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -79,65 +54,6 @@ PRIOR_GRID = 10.0 ** np.arange(-3, 4)
 
 _MIN_WEIGHT = 1e-9
 """Bank filters with a smaller posterior weight are left out of predictions."""
-
-_PARAM_NAMES = {}
-
-# ----------------------------------------------------------------- the fork guard
-# JAX starts a multithreaded runtime (XLA's thread pools) the first time it computes. A
-# child created by os.fork() after that inherits the runtime's locks but not its
-# threads, and its first JAX computation deadlocks (joblib's "multiprocessing" backend,
-# multiprocessing's "fork" start method). A fork handler records in the child that the
-# parent had started JAX; every entry point that would reach JAX then raises instead.
-
-_FORKED_AFTER_JAX = False
-"""True in a process forked after JAX had started in its parent."""
-
-_ENGINE_USED = False
-"""True once skbong has called JAX in this process (a fallback record for the check)."""
-
-FORK_MESSAGE = (
-    "skbong cannot compute in this process: it was created by os.fork() after JAX had "
-    "started in the parent process (joblib's 'multiprocessing' backend, multiprocessing's "
-    "'fork' start method, or a bare os.fork). JAX is multithreaded and deadlocks in such a "
-    "child, so this call fails instead of hanging. Use joblib's default 'loky' backend, "
-    "multiprocessing.get_context('spawn') or 'forkserver', or threads; or fork before the "
-    "parent first uses JAX."
-)
-
-
-def _jax_started():
-    """Whether this process has started a JAX backend.
-
-    Reads JAX's backend registry without taking its lock (this runs in a freshly forked
-    child, where a lock held by another parent thread would never be released); falls
-    back to skbong's own record if that private name ever moves.
-    """
-    try:
-        from jax._src import xla_bridge
-
-        started = bool(xla_bridge._backends)
-    except (ImportError, AttributeError):  # pragma: no cover - JAX internals moved
-        started = False
-    return started or _ENGINE_USED
-
-
-def _after_fork_in_child():
-    global _FORKED_AFTER_JAX
-    if _jax_started():
-        _FORKED_AFTER_JAX = True
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _check_not_forked():
-    """Raise RuntimeError in a child forked after JAX started (see :data:`FORK_MESSAGE`)."""
-    global _ENGINE_USED
-    if _FORKED_AFTER_JAX:
-        raise RuntimeError(FORK_MESSAGE)
-    _ENGINE_USED = True
-
 
 # ------------------------------------------------------- positive definiteness
 def _is_spd(cov):
@@ -201,7 +117,7 @@ def _is_sound(family, state):
     return True
 
 
-class BongBase(BaseEstimator):
+class BongBase(PosteriorMixin, BaseEstimator):
     """Parameters, validation and streaming shared by the BONG estimators."""
 
     _parameter_constraints = {
@@ -282,38 +198,7 @@ class BongBase(BaseEstimator):
     # Subclasses define: _likelihood(), _n_outputs(), _encode_y(y, first) and the
     # public fit / partial_fit signatures.
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
-        return tags
-
     # --------------------------------------------------------------- checking
-    @classmethod
-    def _get_param_names(cls):
-        # scikit-learn reads the constructor signature with ``inspect`` on every
-        # get_params / _validate_params call; it never changes, so read it once per class.
-        names = _PARAM_NAMES.get(cls)
-        if names is None:
-            names = _PARAM_NAMES[cls] = super()._get_param_names()
-        return names
-
-    def _check_params(self):
-        """Validate the parameters and return the hidden layer sizes as a tuple of ints.
-
-        The checks run again only when a parameter changed (compared by ``repr``) since the
-        last successful check, so that a stream of one-row ``partial_fit`` calls pays for
-        them once.
-        """
-        snapshot = self._param_snapshot()
-        if snapshot == getattr(self, "_checked", (None, None))[0]:
-            return self._checked[1]
-        hidden = self._validate_all_params()
-        self._checked = (snapshot, hidden)
-        return hidden
-
-    def _param_snapshot(self):
-        return tuple((k, repr(v)) for k, v in self.get_params(deep=False).items())
-
     def _validate_all_params(self):
         self._validate_params()
         sizes = tuple(np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object)).tolist())
@@ -334,26 +219,12 @@ class BongBase(BaseEstimator):
             )
         return tuple(int(s) for s in sizes)
 
-    def _jax_dtype(self):
-        return np.float64 if self.dtype == "float64" else np.float32
-
-    def _x64(self):
-        return jax.enable_x64(self.dtype == "float64")
-
     def _signature(self):
         params = dict(self._param_snapshot())
         return tuple((k, params[k]) for k in STRUCTURAL)
 
     def _build_config(self, n_features, n_outputs, hidden):
-        if self.model is None:
-            model = engine.MLP(
-                n_features, n_outputs, hidden, self.activation, bool(self.fit_intercept)
-            )
-        else:
-            init, apply = (
-                self.model if isinstance(self.model, tuple) else (self.model.init, self.model.apply)
-            )
-            model = engine.UserModel(init, apply, n_features, n_outputs)
+        model = self._build_model(n_features, n_outputs, hidden)
         n_params = model.n_params()
         if self.family in ("full", "full_moment"):
             need = 4 * n_params * n_params * np.dtype(self._jax_dtype()).itemsize
@@ -429,18 +300,17 @@ class BongBase(BaseEstimator):
         )
 
     # ------------------------------------------------------------ the belief
-    def _key(self, purpose):
-        return _cached_key(self._seed, purpose)
+    def _posterior_family(self):
+        return self.family
 
     def _state_to_jax(self):
         """The belief as an engine state of numpy arrays (the jitted engine converts them)."""
-        cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
-        return cls(*self._state)
+        return self._state_class()(*self._state)
 
     def _engine_state(self, state, noise):
         """What the stream carries: the belief, paired with the noise posterior when it
         is learned."""
-        cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
+        cls = self._state_class()
         return cls(*state) if noise is None else (cls(*state), engine.NoiseState(*noise))
 
     def _reset(self, n_features, n_outputs, hidden):
@@ -801,43 +671,6 @@ class BongBase(BaseEstimator):
 
         return update
 
-    def _publish(self, config):
-        """Expose the belief as numpy fitted attributes (``posterior_var_`` on first access)."""
-        self.posterior_mean_ = sum(
-            wt * np.asarray(st[0], np.float64) for wt, st, _ in self._components()
-        ).astype(self._state[0].dtype)
-        self._posterior_var, self._fitted_config = None, config
-        if self.model is None and not self._hidden:
-            d, c = self.n_features_in_, self._n_out
-            weights = self.posterior_mean_[: d * c].reshape(d, c).T
-            bias = self.posterior_mean_[d * c :] if self.fit_intercept else np.zeros(c)
-            self.coef_, self.intercept_ = self._linear_attributes(weights, bias)
-
-    @property
-    def posterior_var_(self):
-        """Posterior marginal variances diag(Σ), shape (P,).
-
-        Computed from the belief on first access after an update (a single-row
-        ``partial_fit`` does not pay for it), then kept.
-        """
-        check_is_fitted(self, "_state")
-        if getattr(self, "_posterior_var", None) is None:
-            _check_not_forked()
-            cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
-            parts = self._components()
-            with self._x64():
-                var = [np.asarray(engine.marginal_var(self._fitted_config, cls(*st))) for _, st, _ in parts]
-            if len(parts) == 1:
-                self._posterior_var = var[0]
-            else:  # mixture: E[θ²] − E[θ]² over the bank's filters
-                second = sum(
-                    wt * (v.astype(np.float64) + np.square(st[0], dtype=np.float64))
-                    for (wt, st, _), v in zip(parts, var)
-                )
-                mean = self.posterior_mean_.astype(np.float64)
-                self._posterior_var = (second - mean * mean).astype(self._state[0].dtype)
-        return self._posterior_var
-
     # ------------------------------------------------------------- fit paths
     def _fit_rows(self, X, y, sample_weight, reset, **encode_kw):
         _check_not_forked()
@@ -899,44 +732,6 @@ class BongBase(BaseEstimator):
             and bool(np.isfinite(X).all())
             and (y.dtype.kind != "f" or bool(np.isfinite(y).all()))
         )
-
-    # ------------------------------------------------------------ predicting
-    def _predict_rows(self, X, fn, state=None, sampled=False, **kw):
-        """Apply a jitted engine predictive to X in fixed-size row blocks (to the belief
-        ``state``, a tuple of numpy arrays, default the fitted one).
-
-        ``sampled=True`` (a Monte Carlo predictive) computes in float64 whatever
-        ``dtype``: XLA's float32 matrix kernels round differently for 8-, 128- and
-        1024-row blocks (by ~1e-6 on the logits), so a row's averaged prediction would
-        depend on which rows it is predicted with; in float64 the difference is ~1e-15.
-        """
-        check_is_fitted(self, "_state")
-        _check_not_forked()
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        dt = np.float64 if sampled else self._jax_dtype()
-        X = X.astype(dt, copy=False)
-        config = self._config()
-        outs = []
-        with jax.enable_x64(True) if sampled else self._x64():
-            cls = engine.DLRState if self.family == "dlr" else engine.MeanCov
-            parts = self._state if state is None else state
-            state = cls(*(np.asarray(a, dt) for a in parts))
-            key = self._key(2)
-            big = _PREDICT_BLOCKS[-1]
-            for start in range(0, X.shape[0], big):
-                block = X[start : start + big]
-                n = block.shape[0]
-                size = next(b for b in _PREDICT_BLOCKS if b >= n)
-                padded = np.concatenate([block, np.zeros((size - n, X.shape[1]), X.dtype)])
-                res = fn(config, state, padded, key, **kw)
-                outs.append(tuple(np.asarray(r)[:n] for r in res))
-        return tuple(np.concatenate(parts) for parts in zip(*outs))
-
-    @property
-    def n_params_(self):
-        """Number of model parameters P."""
-        check_is_fitted(self, "_state")
-        return int(self._prior_mean.shape[0])
 
 
 __all__ = ["BongBase", "STRUCTURAL"]

@@ -13,7 +13,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import engine
-from ._base import BongBase, _check_not_forked
+from ._base import BongBase
+from ._guard import _check_not_forked
 
 
 class BongRegressor(RegressorMixin, BongBase):

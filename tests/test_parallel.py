@@ -36,7 +36,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_validat
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-import skbong._base as base
+import skbong._guard as guard
 from skbong import BongClassifier, BongRegressor
 
 N, D = 48, 3
@@ -94,7 +94,7 @@ def test_cross_validate_on_dask(dask_client):
 def test_forked_child_refuses_every_entry_point(monkeypatch):
     """What the fork handler's flag does, in this process (no fork needed)."""
     reg = BongRegressor(family="diag").fit(X, Y_REG)
-    monkeypatch.setattr(base, "_FORKED_AFTER_JAX", True)
+    monkeypatch.setattr(guard, "_FORKED_AFTER_JAX", True)
     calls = {
         "fit": lambda: BongRegressor().fit(X, Y_REG),
         "partial_fit": lambda: reg.partial_fit(X[:2], Y_REG[:2]),
@@ -108,11 +108,11 @@ def test_forked_child_refuses_every_entry_point(monkeypatch):
 
 
 def test_fork_handler_records_a_started_runtime(monkeypatch):
-    monkeypatch.setattr(base, "_FORKED_AFTER_JAX", False)
+    monkeypatch.setattr(guard, "_FORKED_AFTER_JAX", False)
     BongRegressor(family="diag").fit(X, Y_REG)  # JAX has certainly started now
-    assert base._jax_started()
-    base._after_fork_in_child()
-    assert base._FORKED_AFTER_JAX
+    assert guard._jax_started()
+    guard._after_fork_in_child()
+    assert guard._FORKED_AFTER_JAX
 
 
 CHILD = textwrap.dedent(

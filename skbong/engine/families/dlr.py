@@ -158,18 +158,23 @@ def gd(state, prior, g, curv, alpha):
     )
 
 
-def sample(state, key, n):
-    """θ ~ N(μ, (Υ + WWᵀ)⁻¹) in O(P R² + P R n).
+def transform(state, eps):
+    """θ = μ + Σ^{1/2} ε for standard normal rows ε (n, P), in O(P R² + P R n).
 
     With A = Υ^{-1/2} W = U s Vᵀ (thin SVD), Λ = Υ^{1/2} (I + A Aᵀ) Υ^{1/2}, so
     θ = μ + Υ^{-1/2} (I + U((1 + s²)^{-1/2} − 1) Uᵀ) ε.
     """
     scale = jax.lax.rsqrt(state.prec_diag)
     u, s, _ = jnp.linalg.svd(scale[:, None] * state.prec_lr, full_matrices=False)
-    eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
     shrink = jax.lax.rsqrt(1.0 + s * s) - 1.0
     z = eps + ((eps @ u) * shrink[None, :]) @ u.T
     return state.mean + z * scale[None, :]
+
+
+def sample(state, key, n):
+    """θ ~ N(μ, (Υ + WWᵀ)⁻¹): :func:`transform` of n standard normal draws."""
+    eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
+    return transform(state, eps)
 
 
 def marginal_var(state):

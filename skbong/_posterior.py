@@ -1,0 +1,192 @@
+"""The machinery shared by every skbong estimator that holds a Gaussian belief over the
+parameters of a model: parameter checking, building the model, and predicting from the
+belief (the numbers come from :mod:`skbong.engine`).
+
+The belief is kept as a tuple of numpy arrays in ``_state`` (a ``MeanCov`` or a
+``DLRState`` of the family ``_posterior_family()``), so estimators pickle and resume
+on another machine.
+"""
+
+import functools
+
+import jax
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import engine
+from ._guard import _check_not_forked
+
+_PREDICT_BLOCKS = (8, 128, 1024)
+"""Row-block sizes of the compiled predictives: a call pads its rows up to the smallest
+block that holds them (8 or 128) or runs 1024-row blocks, so at most three programs
+exist per predictive, configuration and feature count."""
+
+
+def _check_model(model):
+    if model is None:
+        return
+    init = getattr(model, "init", None) if not isinstance(model, tuple) else model[0]
+    apply = getattr(model, "apply", None) if not isinstance(model, tuple) else model[1]
+    if not (callable(init) and callable(apply)) or (isinstance(model, tuple) and len(model) != 2):
+        raise ValueError(
+            "model must be None, a pair (init, apply) of callables, or an object with "
+            f"callable .init and .apply attributes; got {model!r}"
+        )
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_key(seed, purpose):
+    """``fold_in(PRNGKey(seed), purpose)`` as a read-only numpy array (computed once)."""
+    key = np.asarray(engine.make_key(seed, purpose))
+    key.flags.writeable = False
+    return key
+
+
+_PARAM_NAMES = {}
+
+
+
+class PosteriorMixin:
+    """Parameter checking, model building and belief-based prediction.
+
+    A subclass defines ``_validate_all_params()`` (returning the hidden layer sizes),
+    ``_config()`` (the engine :class:`~skbong.engine.Config` of the fitted belief),
+    ``_posterior_family()`` and, for a mixture of beliefs, ``_components()``.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+    @classmethod
+    def _get_param_names(cls):
+        # scikit-learn reads the constructor signature with ``inspect`` on every
+        # get_params / _validate_params call; it never changes, so read it once per class.
+        names = _PARAM_NAMES.get(cls)
+        if names is None:
+            names = _PARAM_NAMES[cls] = super()._get_param_names()
+        return names
+
+    def _check_params(self):
+        """Validate the parameters and return the hidden layer sizes as a tuple of ints.
+
+        The checks run again only when a parameter changed (compared by ``repr``) since the
+        last successful check, so that a stream of one-row ``partial_fit`` calls pays for
+        them once.
+        """
+        snapshot = self._param_snapshot()
+        if snapshot == getattr(self, "_checked", (None, None))[0]:
+            return self._checked[1]
+        hidden = self._validate_all_params()
+        self._checked = (snapshot, hidden)
+        return hidden
+
+    def _param_snapshot(self):
+        return tuple((k, repr(v)) for k, v in self.get_params(deep=False).items())
+
+    def _jax_dtype(self):
+        return np.float64 if self.dtype == "float64" else np.float32
+
+    def _x64(self):
+        return jax.enable_x64(self.dtype == "float64")
+
+    def _build_model(self, n_features, n_outputs, hidden):
+        """The engine model: an MLP from ``hidden_layer_sizes``, or the user's ``model``."""
+        if self.model is None:
+            return engine.MLP(
+                n_features, n_outputs, hidden, self.activation, bool(self.fit_intercept)
+            )
+        init, apply = (
+            self.model if isinstance(self.model, tuple) else (self.model.init, self.model.apply)
+        )
+        return engine.UserModel(init, apply, n_features, n_outputs)
+
+    def _key(self, purpose):
+        return _cached_key(self._seed, purpose)
+
+    def _state_class(self):
+        """``DLRState`` or ``MeanCov``, the engine type of the belief's tuple."""
+        return engine.DLRState if self._posterior_family() == "dlr" else engine.MeanCov
+
+    def _components(self):
+        """The beliefs predictions mix, as ``(weight, state, noise)``: here one, of weight 1."""
+        return [(1.0, self._state, getattr(self, "_noise", None))]
+
+    def _publish(self, config):
+        """Expose the belief as numpy fitted attributes (``posterior_var_`` on first access)."""
+        self.posterior_mean_ = sum(
+            wt * np.asarray(st[0], np.float64) for wt, st, _ in self._components()
+        ).astype(self._state[0].dtype)
+        self._posterior_var, self._fitted_config = None, config
+        if self.model is None and not self._hidden:
+            d, c = self.n_features_in_, self._n_out
+            weights = self.posterior_mean_[: d * c].reshape(d, c).T
+            bias = self.posterior_mean_[d * c :] if self.fit_intercept else np.zeros(c)
+            self.coef_, self.intercept_ = self._linear_attributes(weights, bias)
+
+    @property
+    def posterior_var_(self):
+        """Posterior marginal variances diag(Σ), shape (P,).
+
+        Computed from the belief on first access after an update (a single-row
+        ``partial_fit`` does not pay for it), then kept.
+        """
+        check_is_fitted(self, "_state")
+        if getattr(self, "_posterior_var", None) is None:
+            _check_not_forked()
+            cls = self._state_class()
+            parts = self._components()
+            with self._x64():
+                var = [np.asarray(engine.marginal_var(self._fitted_config, cls(*st))) for _, st, _ in parts]
+            if len(parts) == 1:
+                self._posterior_var = var[0]
+            else:  # mixture: E[θ²] − E[θ]² over the bank's filters
+                second = sum(
+                    wt * (v.astype(np.float64) + np.square(st[0], dtype=np.float64))
+                    for (wt, st, _), v in zip(parts, var)
+                )
+                mean = self.posterior_mean_.astype(np.float64)
+                self._posterior_var = (second - mean * mean).astype(self._state[0].dtype)
+        return self._posterior_var
+
+    # ------------------------------------------------------------ predicting
+    def _predict_rows(self, X, fn, state=None, sampled=False, **kw):
+        """Apply a jitted engine predictive to X in fixed-size row blocks (to the belief
+        ``state``, a tuple of numpy arrays, default the fitted one).
+
+        ``sampled=True`` (a Monte Carlo predictive) computes in float64 whatever
+        ``dtype``: XLA's float32 matrix kernels round differently for 8-, 128- and
+        1024-row blocks (by ~1e-6 on the logits), so a row's averaged prediction would
+        depend on which rows it is predicted with; in float64 the difference is ~1e-15.
+        """
+        check_is_fitted(self, "_state")
+        _check_not_forked()
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        dt = np.float64 if sampled else self._jax_dtype()
+        X = X.astype(dt, copy=False)
+        config = self._config()
+        outs = []
+        with jax.enable_x64(True) if sampled else self._x64():
+            cls = self._state_class()
+            parts = self._state if state is None else state
+            state = cls(*(np.asarray(a, dt) for a in parts))
+            key = self._key(2)
+            big = _PREDICT_BLOCKS[-1]
+            for start in range(0, X.shape[0], big):
+                block = X[start : start + big]
+                n = block.shape[0]
+                size = next(b for b in _PREDICT_BLOCKS if b >= n)
+                padded = np.concatenate([block, np.zeros((size - n, X.shape[1]), X.dtype)])
+                res = fn(config, state, padded, key, **kw)
+                outs.append(tuple(np.asarray(r)[:n] for r in res))
+        return tuple(np.concatenate(parts) for parts in zip(*outs))
+
+    @property
+    def n_params_(self):
+        """Number of model parameters P."""
+        check_is_fitted(self, "_state")
+        return int(self._prior_mean.shape[0])
+
+
+__all__ = ["PosteriorMixin"]

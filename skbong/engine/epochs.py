@@ -1,0 +1,106 @@
+"""The epoch driver of the batch solvers: one compiled ``lax.scan`` over the shuffled
+mini-batches of a fixed data set.
+
+An epoch draws a permutation of the N rows, pads it to T = ⌈N / M⌉ mini-batches of M
+with an index to a zero-weight row, and runs T steps of the solver
+(:mod:`.solvers`), each from S fresh samples of q. A step whose result is not valid
+(non-finite, or a non-positive precision) is not applied: the state stays as before it
+and the step is counted. Everything real-valued is traced (:class:`~.solvers.BatchHyper`),
+so a grid over the prior, the rates or the noise reuses one program per data shape.
+"""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from . import solvers
+
+
+def _select(flag, new, old):
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(flag, a, b), new, old)
+
+
+@partial(jax.jit, static_argnames=("config", "shuffle", "learn_noise"))
+def run_epoch(config, state, t0, x, y, w, hyper, key, shuffle=True, learn_noise=False):
+    """One epoch of ``config.solver`` over the rows ``x, y, w``.
+
+    Parameters
+    ----------
+    config : BatchConfig
+        Static configuration.
+    state : solver state
+        Before the epoch.
+    t0 : int
+        Global index of the first step (the schedule and bias corrections count from it;
+        step t draws its samples from ``fold_in(key, t)``).
+    x, y, w : arrays (N, d), (N, C), (N,)
+        The data set and row weights.
+    hyper : BatchHyper
+        Traced hyperparameters (``n_data`` is N, or a larger data set's size).
+    key : PRNGKey
+        The learner's base key (the permutation of the epoch starting at t0 uses ``fold_in(fold_in(key, 2³¹ − 1), t0)``).
+    shuffle : bool
+        Permute the rows (else take them in order).
+    learn_noise : bool
+        Also return the squared residuals at the samples (for the noise's EM update).
+
+    Returns
+    -------
+    state : solver state
+        After the epoch.
+    nll : scalar
+        Σ over the epoch's mini-batches of mean_s Σᵢ −wᵢ log p(yᵢ | θₛ): an estimate of the
+        data term of the negative ELBO (each row once, under the q of its step).
+    sq_resid : array (C,)
+        Σ over the epoch of mean_s Σᵢ wᵢ (yᵢ − f(xᵢ, θₛ))² (zeros unless ``learn_noise``).
+    n_bad : int
+        Steps not applied (invalid result).
+    """
+    n, size = x.shape[0], config.batch_size
+    n_steps = -(-n // size)
+    solver = solvers.solver(config)
+    order = (
+        jax.random.permutation(jax.random.fold_in(jax.random.fold_in(key, 0x7FFFFFFF), t0), n) if shuffle else jnp.arange(n)
+    )
+    order = jnp.concatenate([order, jnp.full((n_steps * size - n,), n, order.dtype)])
+    xp = jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])
+    yp = jnp.concatenate([y, jnp.zeros((1,) + y.shape[1:], y.dtype)])
+    wp = jnp.concatenate([w, jnp.zeros((1,), w.dtype)])
+    n_params = jax.tree_util.tree_leaves(state)[0].shape[0]
+
+    def body(carry, idx):
+        state, t, nll, sq, bad = carry
+        xb, yb, wb = xp[idx], yp[idx], wp[idx]
+        eps = jax.random.normal(
+            jax.random.fold_in(key, t), (config.mc_samples, n_params), x.dtype
+        )
+        thetas = solver.sample(state, hyper, eps)
+        new, nll_t = solver.step(config, state, thetas, eps, xb, yb, wb, hyper, t)
+        ok = solvers.is_valid(new, hyper)
+        if learn_noise:
+            f = jax.vmap(config.model.apply, in_axes=(0, None))(thetas, xb)  # (S, M, C)
+            sq_t = jnp.mean(jnp.einsum("smc,m->sc", (yb - f) ** 2, wb), axis=0)
+            sq = sq + sq_t
+        state = _select(ok, new, state)
+        return (state, t + 1, nll + nll_t, sq, bad + (~ok).astype(jnp.int32)), None
+
+    zero = jnp.zeros((), x.dtype)
+    carry = (state, jnp.asarray(t0, jnp.int32), zero, jnp.zeros(y.shape[1:], x.dtype), 0)
+    (state, _, nll, sq, bad), _ = jax.lax.scan(
+        body, carry, order.reshape(n_steps, size)
+    )
+    return state, nll, sq, bad
+
+
+@partial(jax.jit, static_argnames=("config",))
+def init_state(config, mean, hyper):
+    """q₀ of ``config.solver`` with the given starting mean."""
+    return solvers.solver(config).init(mean, hyper)
+
+
+@partial(jax.jit, static_argnames=("config",))
+def posterior_and_kl(config, state, hyper):
+    """The posterior q (MeanCov or DLRState) and KL(q ‖ prior)."""
+    post = solvers.solver(config).posterior(state, hyper)
+    return post, solvers.kl_to_prior(post, hyper.prior_prec)
