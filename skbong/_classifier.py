@@ -10,7 +10,117 @@ from . import engine
 from ._base import BongBase
 
 
-class BongClassifier(ClassifierMixin, BongBase):
+class ClassifierFace:
+    """The classification face of an estimator with a Gaussian belief (a mixin placed
+    before ``ClassifierMixin`` and the belief's base class): the Bernoulli (two classes)
+    or categorical likelihood, label encoding, and the posterior predictive
+    (``predict_proba`` under ``predictive``).
+    """
+
+    _y_numeric = False
+
+    def _likelihood(self, n_outputs):
+        return "bernoulli" if n_outputs == 1 else "categorical"
+
+    def _encode_y(self, y, first, classes=None):
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        if first:
+            labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
+            if classes is not None and len(labels) != len(classes):
+                raise ValueError("classes contains duplicate labels")
+            if len(labels) < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs samples of at least 2 classes; got only one class {labels.tolist()}"
+                )
+            self.classes_ = labels
+        elif classes is not None and not np.array_equal(
+            np.unique(np.asarray(classes)), self.classes_
+        ):
+            raise ValueError(
+                f"classes={list(classes)} differs from the classes given on the first call "
+                f"({self.classes_.tolist()}); call fit() to start again"
+            )
+        unseen = ~np.isin(y, self.classes_)
+        if np.any(unseen):
+            raise ValueError(
+                f"y contains label(s) {np.unique(y[unseen]).tolist()} not in classes_ "
+                f"{self.classes_.tolist()}"
+            )
+        idx = np.searchsorted(self.classes_, y)
+        k = len(self.classes_)
+        Y = idx[:, None].astype(np.float64) if k == 2 else np.eye(k)[idx]
+        return Y, (1 if k == 2 else k), 1.0
+
+    def _linear_attributes(self, weights, bias):
+        return weights, bias
+
+    def predict_log_proba(self, X):
+        """Log posterior predictive class probabilities under ``predictive``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            Log probabilities, columns ordered as ``classes_``.
+        """
+        check_is_fitted(self, "_state")
+        logps, log_w = [], []
+        for wt, state, _ in self._components():  # one filter, or the prior-variance bank
+            (logp,) = self._predict_rows(
+                X,
+                lambda cfg, st, x, key: (
+                    engine.predict_log_proba(
+                        cfg, st, x, key, self.predictive, int(self.predictive_samples)
+                    ),
+                ),
+                state=state,
+                sampled=self.predictive != "plugin",
+            )
+            logps.append(logp.astype(np.float64))
+            log_w.append(np.log(wt))
+        if len(logps) == 1:
+            return logps[0]
+        return scipy.special.logsumexp(np.array(logps) + np.array(log_w)[:, None, None], axis=0)
+
+    def predict_proba(self, X):
+        """Posterior predictive class probabilities under ``predictive``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Probabilities (rows sum to one), columns ordered as ``classes_``.
+        """
+        proba = np.exp(self.predict_log_proba(X))
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Most probable class under the posterior predictive.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predicted labels.
+        """
+        log_proba = self.predict_log_proba(X)
+        return self.classes_[np.argmax(log_proba, axis=1)]
+
+
+class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
     """Online Bayesian classification by the BONG family (Jones, Chang & Murphy, 2024).
 
     Two classes use a Bernoulli likelihood on one logit; more use a categorical
@@ -121,44 +231,6 @@ class BongClassifier(ClassifierMixin, BongBase):
     (1, 3)
     """
 
-    _y_numeric = False
-
-    def _likelihood(self, n_outputs):
-        return "bernoulli" if n_outputs == 1 else "categorical"
-
-    def _encode_y(self, y, first, classes=None):
-        y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
-        if first:
-            labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
-            if classes is not None and len(labels) != len(classes):
-                raise ValueError("classes contains duplicate labels")
-            if len(labels) < 2:
-                raise ValueError(
-                    f"BongClassifier needs samples of at least 2 classes; got only one class {labels.tolist()}"
-                )
-            self.classes_ = labels
-        elif classes is not None and not np.array_equal(
-            np.unique(np.asarray(classes)), self.classes_
-        ):
-            raise ValueError(
-                f"classes={list(classes)} differs from the classes given on the first call "
-                f"({self.classes_.tolist()}); call fit() to start again"
-            )
-        unseen = ~np.isin(y, self.classes_)
-        if np.any(unseen):
-            raise ValueError(
-                f"y contains label(s) {np.unique(y[unseen]).tolist()} not in classes_ "
-                f"{self.classes_.tolist()}"
-            )
-        idx = np.searchsorted(self.classes_, y)
-        k = len(self.classes_)
-        Y = idx[:, None].astype(np.float64) if k == 2 else np.eye(k)[idx]
-        return Y, (1 if k == 2 else k), 1.0
-
-    def _linear_attributes(self, weights, bias):
-        return weights, bias
-
     def fit(self, X, y, sample_weight=None):
         """Forget everything, then learn from the rows of X in order.
 
@@ -201,67 +273,3 @@ class BongClassifier(ClassifierMixin, BongBase):
         if not hasattr(self, "_state") and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit")
         return self._fit_rows(X, y, sample_weight, reset=False, classes=classes)
-
-    def predict_log_proba(self, X):
-        """Log posterior predictive class probabilities under ``predictive``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-            Log probabilities, columns ordered as ``classes_``.
-        """
-        check_is_fitted(self, "_state")
-        logps, log_w = [], []
-        for wt, state, _ in self._components():  # one filter, or the prior-variance bank
-            (logp,) = self._predict_rows(
-                X,
-                lambda cfg, st, x, key: (
-                    engine.predict_log_proba(
-                        cfg, st, x, key, self.predictive, int(self.predictive_samples)
-                    ),
-                ),
-                state=state,
-                sampled=self.predictive != "plugin",
-            )
-            logps.append(logp.astype(np.float64))
-            log_w.append(np.log(wt))
-        if len(logps) == 1:
-            return logps[0]
-        return scipy.special.logsumexp(np.array(logps) + np.array(log_w)[:, None, None], axis=0)
-
-    def predict_proba(self, X):
-        """Posterior predictive class probabilities under ``predictive``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Probabilities (rows sum to one), columns ordered as ``classes_``.
-        """
-        proba = np.exp(self.predict_log_proba(X))
-        return proba / proba.sum(axis=1, keepdims=True)
-
-    def predict(self, X):
-        """Most probable class under the posterior predictive.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            Predicted labels.
-        """
-        log_proba = self.predict_log_proba(X)
-        return self.classes_[np.argmax(log_proba, axis=1)]

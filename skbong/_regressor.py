@@ -17,198 +17,17 @@ from ._base import BongBase
 from ._guard import _check_not_forked
 
 
-class BongRegressor(RegressorMixin, BongBase):
-    """Online Bayesian regression by the BONG family (Jones, Chang & Murphy, 2024).
+class RegressorFace:
+    """The regression face of an estimator with a Gaussian belief (a mixin placed before
+    ``RegressorMixin`` and the belief's base class): the Gaussian likelihood, target
+    encoding, and the posterior predictive (``predict`` with ``return_std``,
+    ``predict_interval``, ``predict_logpdf``, ``sample_y``).
 
-    A Gaussian belief over the parameters θ of a model f(x, θ) (linear by default,
-    an MLP with ``hidden_layer_sizes``, or any JAX model) is updated one observation
-    (or mini-batch) at a time with the chosen ``rule``, ``hessian`` estimator and
-    variational ``family``. The likelihood is y ~ N(f(x, θ), obs_variance).
-
-    Parameters
-    ----------
-    hidden_layer_sizes : int or tuple of int, default=()
-        Hidden layer widths of the MLP (an int is one layer, as in ``MLPRegressor``);
-        ``()`` is linear regression.
-    activation : {"relu", "tanh", "gelu", "sigmoid", "identity"}, default="relu"
-        Hidden-layer activation.
-    model : tuple (init, apply) or object with ``.init`` and ``.apply``, default=None
-        A user JAX model ``init(key, n_features, n_outputs) -> params`` and
-        ``apply(params, X) -> outputs``; overrides ``hidden_layer_sizes`` and
-        ``activation``. Must be picklable (module-level functions) to pickle the estimator.
-    fit_intercept : bool, default=True
-        Learn an intercept (linear models).
-    family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
-        Variational family: full covariance or diagonal, in natural or moment
-        parameters, or diagonal-plus-low-rank precision of rank ``rank``.
-    rank : int, default=10
-        Rank R of the low-rank part of the ``dlr`` precision; a rank above the number
-        of parameters P is clamped to P (rank P is already exact).
-    rule : {"bong", "bog", "blr", "bbb"}, default="bong"
-        Update rule: one natural-gradient step (bong), one gradient step (bog), or
-        ``n_iter`` natural-gradient (blr) or gradient (bbb) steps on the online ELBO.
-    hessian : {"lin_hess", "lin_ef", "mc_ef", "mc_hess"}, default="lin_hess"
-        Gradient and curvature estimator (``mc_hess`` is not available for ``dlr``).
-    learning_rate : float, default=0.1
-        Step size α of bog, blr (α ≤ 1) and bbb; bong's rate is 1.
-    n_iter : int, default=10
-        Inner steps I of blr and bbb.
-    mc_samples : int, default=10
-        Samples M of the MC estimators.
-    backtrack : int, default=0
-        Step halvings allowed per (inner) step: a step that would leave an invalid
-        belief (non-finite, a non-positive variance, or a dense covariance that is not
-        positive definite) is retaken with half the rate, up to ``backtrack`` times,
-        before the row is refused. 0 runs the published algorithms exactly; a positive
-        value (e.g. 20) is the stabilised variant of the moment families with ``bong``
-        and ``blr`` (doc: "Which combination survives"); it does not rescue ``bog`` and
-        ``bbb``, whose failures are a diverging mean. It costs a check per step (a
-        Cholesky factorisation, O(P³), for the dense families).
-    prior_variance : float or "auto", default=1.0
-        Prior variance σ₀² of the weights. For networks the weights of a layer with
-        fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation
-        distribution at any width) and hidden biases σ₀²; output biases (intercepts)
-        get a broad prior of their own, variance 100 (in units of the noise variance
-        when it is learned, so raw-scale targets work). ``"auto"`` runs a bank of
-        filters over σ₀² ∈ {10⁻³, …, 10³} in one compiled program, weighted by their
-        online evidence (for the linear model, the exact marginal likelihood), and
-        predicts with their mixture (``prior_weights_``, ``prior_variance_``).
-    obs_variance : float or "auto", default="auto"
-        Observation noise variance R. ``"auto"`` learns it from the stream, per output,
-        at every step from the first row on: a conjugate inverse-gamma posterior
-        IG(a, b) (the normal–inverse-gamma update, exact for the linear model; see
-        :mod:`skbong.engine.noise`), starting from a weak IG(1, 1) (unit noise, worth two
-        observations); the update uses b / a and the predictive is a Student-t.
-        A float fixes R for all outputs. ``set_params`` after a fit takes effect from
-        the next update (switching to ``"auto"`` starts from the value in use).
-    drift : float in (0, 1], default=1.0
-        Ornstein–Uhlenbeck decay γ toward the prior before each update; 1 is a
-        static model.
-    process_noise : float, default=0.0
-        Isotropic process noise q added before each update.
-    batch_size : int, default=1
-        Rows treated as one likelihood term per update (1 is the paper's setting).
-    predictive : {"plugin", "linmc", "mc"}, default="linmc"
-        Posterior predictive of ``predict(return_std=True)``, ``predict_interval`` and
-        ``predict_logpdf``: linearised (closed form: variance J Σ Jᵀ + R, parameter
-        uncertainty included; exact for the linear model), Monte Carlo over θ ~ q, or
-        plugin (observation noise only; drops parameter uncertainty).
-    predictive_samples : int, default=100
-        Samples of the ``mc`` predictive.
-    dtype : {"float32", "float64"}, default="float32"
-        Working precision (float64 is enabled locally, never globally).
-    on_error : {"raise", "skip"}, default="raise"
-        What to do with an update that would give a non-finite posterior: raise
-        (leaving the posterior as before the call) or skip the row and count it in
-        ``n_skipped_``.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the network prior mean, the MC estimators and the MC predictive.
-    verbose : int, default=0
-        Show a progress bar (tqdm if installed) while learning.
-
-    Attributes
-    ----------
-    n_features_in_ : int
-        Number of features seen in ``fit``.
-    feature_names_in_ : ndarray of str
-        Feature names, when X was a DataFrame with string column names.
-    n_observations_ : int
-        Rows learned so far.
-    n_skipped_ : int
-        Rows whose update was skipped (``on_error="skip"``).
-    obs_variance_ : ndarray of shape (n_outputs,)
-        Observation variance in use (the learned b / a with ``obs_variance="auto"``).
-    noise_dof_ : ndarray of shape (n_outputs,)
-        Degrees of freedom of the Student-t predictive (``inf`` for a fixed noise).
-    posterior_mean_ : ndarray of shape (P,)
-        Posterior mean of all parameters.
-    posterior_var_ : ndarray of shape (P,)
-        Posterior marginal variances.
-    coef_ : ndarray of shape (n_features,) or (n_outputs, n_features)
-        Posterior mean weights (linear models only).
-    intercept_ : float or ndarray of shape (n_outputs,)
-        Posterior mean intercept (linear models only).
-
-    See Also
-    --------
-    BongClassifier : The classification counterpart.
-    sklearn.linear_model.BayesianRidge : Batch Bayesian linear regression.
-
-    References
-    ----------
-    M. Jones, P. Chang, K. Murphy. Bayesian online natural gradient (BONG). 2024.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from skbong import BongRegressor
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(200, 3))
-    >>> y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=200)
-    >>> reg = BongRegressor(family="full", obs_variance=0.01).fit(X, y)
-    >>> np.round(reg.coef_, 1)
-    array([ 1. , -2. ,  0.5])
-    >>> mean, std = reg.predict(X[:2], return_std=True)
+    The estimator supplies ``_obs_variance_in_use(Y, first)`` (the noise variance of
+    the next update), ``predictive`` and ``predictive_samples``.
     """
 
-    _parameter_constraints = {
-        **BongBase._parameter_constraints,
-        "obs_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-    }
     _y_numeric = True
-
-    def __init__(
-        self,
-        *,
-        hidden_layer_sizes=(),
-        activation="relu",
-        model=None,
-        fit_intercept=True,
-        family="dlr",
-        rank=10,
-        rule="bong",
-        hessian="lin_hess",
-        learning_rate=0.1,
-        n_iter=10,
-        mc_samples=10,
-        backtrack=0,
-        prior_variance=1.0,
-        obs_variance="auto",
-        drift=1.0,
-        process_noise=0.0,
-        batch_size=1,
-        predictive="linmc",
-        predictive_samples=100,
-        dtype="float32",
-        on_error="raise",
-        random_state=None,
-        verbose=0,
-    ):
-        super().__init__(
-            hidden_layer_sizes=hidden_layer_sizes,
-            activation=activation,
-            model=model,
-            fit_intercept=fit_intercept,
-            family=family,
-            rank=rank,
-            rule=rule,
-            hessian=hessian,
-            learning_rate=learning_rate,
-            n_iter=n_iter,
-            mc_samples=mc_samples,
-            backtrack=backtrack,
-            prior_variance=prior_variance,
-            drift=drift,
-            process_noise=process_noise,
-            batch_size=batch_size,
-            predictive=predictive,
-            predictive_samples=predictive_samples,
-            dtype=dtype,
-            on_error=on_error,
-            random_state=random_state,
-            verbose=verbose,
-        )
-        self.obs_variance = obs_variance
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -234,20 +53,7 @@ class BongRegressor(RegressorMixin, BongBase):
             raise ValueError("Input y contains NaN or infinity")
         if first:
             self._multi_output = y.ndim == 2
-        return Y, Y.shape[1], self._obs_variance_in_use(Y.shape[1], first)
-
-    def _learns_noise(self):
-        return isinstance(self.obs_variance, str)  # "auto"
-
-    def _obs_variance_in_use(self, n_outputs, first):
-        """The noise variance R of this call's update, (C,) float64: a fixed value, or the
-        learned plug-in b / a (its starting value ŝ₀ = 1 on a fresh fit; the last value
-        in use when learning is switched on after a fit with a fixed value)."""
-        if not self._learns_noise():
-            return np.full(n_outputs, float(self.obs_variance))
-        if first:
-            return np.ones(n_outputs)
-        return self.obs_variance_
+        return Y, Y.shape[1], self._obs_variance_in_use(Y, first)
 
     @property
     def obs_variance_(self):
@@ -273,44 +79,6 @@ class BongRegressor(RegressorMixin, BongBase):
             return weights, bias
         return weights[0], float(bias[0])
 
-    def fit(self, X, y, sample_weight=None):
-        """Forget everything, then learn from the rows of X in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Multiplies each row's log-likelihood term.
-
-        Returns
-        -------
-        self : BongRegressor
-            The fitted estimator.
-        """
-        return self._fit_rows(X, y, sample_weight, reset=True)
-
-    def partial_fit(self, X, y, sample_weight=None):
-        """Continue learning from the current posterior with the rows of X in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs; any number of rows, even one.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Multiplies each row's log-likelihood term.
-
-        Returns
-        -------
-        self : BongRegressor
-            The updated estimator.
-        """
-        return self._fit_rows(X, y, sample_weight, reset=False)
-
     def _shape_output(self, a):
         return a if self._multi_output else a[:, 0]
 
@@ -320,12 +88,10 @@ class BongRegressor(RegressorMixin, BongBase):
         scales (K, n, C) float64 — scale² J Σ Jᵀ + ŝ (linmc), Var f + ŝ (mc) or ŝ (plugin)
         — and degrees of freedom (K, C) (``inf`` for a fixed noise)."""
         check_is_fitted(self, "_state")
-        config = self._config()
         weights, locs, scales, dofs = [], [], [], []
         for wt, state, noise in self._components():
             obs_var = self._obs_var if noise is None else noise[1] / noise[0]
-            with self._x64():  # a float64 estimator must not build float32 hyperparameters
-                hyper = self._hyper(obs_var, config)._replace(prior_var=None)
+            hyper = engine.Hyper(None, np.asarray(obs_var, self._jax_dtype()), None, None, None)
             mean, var = self._predict_rows(
                 X,
                 lambda cfg, st, x, key, hyper=hyper: engine.predict_moments(
@@ -489,3 +255,246 @@ class BongRegressor(RegressorMixin, BongBase):
             draws.append(f.astype(np.float64) + rng.standard_normal(f.shape) * np.sqrt(var)[None])
         samples = np.concatenate(draws, axis=-1)
         return samples if self._multi_output else samples[:, 0, :]
+
+
+class BongRegressor(RegressorFace, RegressorMixin, BongBase):
+    """Online Bayesian regression by the BONG family (Jones, Chang & Murphy, 2024).
+
+    A Gaussian belief over the parameters θ of a model f(x, θ) (linear by default,
+    an MLP with ``hidden_layer_sizes``, or any JAX model) is updated one observation
+    (or mini-batch) at a time with the chosen ``rule``, ``hessian`` estimator and
+    variational ``family``. The likelihood is y ~ N(f(x, θ), obs_variance).
+
+    Parameters
+    ----------
+    hidden_layer_sizes : int or tuple of int, default=()
+        Hidden layer widths of the MLP (an int is one layer, as in ``MLPRegressor``);
+        ``()`` is linear regression.
+    activation : {"relu", "tanh", "gelu", "sigmoid", "identity"}, default="relu"
+        Hidden-layer activation.
+    model : tuple (init, apply) or object with ``.init`` and ``.apply``, default=None
+        A user JAX model ``init(key, n_features, n_outputs) -> params`` and
+        ``apply(params, X) -> outputs``; overrides ``hidden_layer_sizes`` and
+        ``activation``. Must be picklable (module-level functions) to pickle the estimator.
+    fit_intercept : bool, default=True
+        Learn an intercept (linear models).
+    family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
+        Variational family: full covariance or diagonal, in natural or moment
+        parameters, or diagonal-plus-low-rank precision of rank ``rank``.
+    rank : int, default=10
+        Rank R of the low-rank part of the ``dlr`` precision; a rank above the number
+        of parameters P is clamped to P (rank P is already exact).
+    rule : {"bong", "bog", "blr", "bbb"}, default="bong"
+        Update rule: one natural-gradient step (bong), one gradient step (bog), or
+        ``n_iter`` natural-gradient (blr) or gradient (bbb) steps on the online ELBO.
+    hessian : {"lin_hess", "lin_ef", "mc_ef", "mc_hess"}, default="lin_hess"
+        Gradient and curvature estimator (``mc_hess`` is not available for ``dlr``).
+    learning_rate : float, default=0.1
+        Step size α of bog, blr (α ≤ 1) and bbb; bong's rate is 1.
+    n_iter : int, default=10
+        Inner steps I of blr and bbb.
+    mc_samples : int, default=10
+        Samples M of the MC estimators.
+    backtrack : int, default=0
+        Step halvings allowed per (inner) step: a step that would leave an invalid
+        belief (non-finite, a non-positive variance, or a dense covariance that is not
+        positive definite) is retaken with half the rate, up to ``backtrack`` times,
+        before the row is refused. 0 runs the published algorithms exactly; a positive
+        value (e.g. 20) is the stabilised variant of the moment families with ``bong``
+        and ``blr`` (doc: "Which combination survives"); it does not rescue ``bog`` and
+        ``bbb``, whose failures are a diverging mean. It costs a check per step (a
+        Cholesky factorisation, O(P³), for the dense families).
+    prior_variance : float or "auto", default=1.0
+        Prior variance σ₀² of the weights. For networks the weights of a layer with
+        fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation
+        distribution at any width) and hidden biases σ₀²; output biases (intercepts)
+        get a broad prior of their own, variance 100 (in units of the noise variance
+        when it is learned, so raw-scale targets work). ``"auto"`` runs a bank of
+        filters over σ₀² ∈ {10⁻³, …, 10³} in one compiled program, weighted by their
+        online evidence (for the linear model, the exact marginal likelihood), and
+        predicts with their mixture (``prior_weights_``, ``prior_variance_``).
+    obs_variance : float or "auto", default="auto"
+        Observation noise variance R. ``"auto"`` learns it from the stream, per output,
+        at every step from the first row on: a conjugate inverse-gamma posterior
+        IG(a, b) (the normal–inverse-gamma update, exact for the linear model; see
+        :mod:`skbong.engine.noise`), starting from a weak IG(1, 1) (unit noise, worth two
+        observations); the update uses b / a and the predictive is a Student-t.
+        A float fixes R for all outputs. ``set_params`` after a fit takes effect from
+        the next update (switching to ``"auto"`` starts from the value in use).
+    drift : float in (0, 1], default=1.0
+        Ornstein–Uhlenbeck decay γ toward the prior before each update; 1 is a
+        static model.
+    process_noise : float, default=0.0
+        Isotropic process noise q added before each update.
+    batch_size : int, default=1
+        Rows treated as one likelihood term per update (1 is the paper's setting).
+    predictive : {"plugin", "linmc", "mc"}, default="linmc"
+        Posterior predictive of ``predict(return_std=True)``, ``predict_interval`` and
+        ``predict_logpdf``: linearised (closed form: variance J Σ Jᵀ + R, parameter
+        uncertainty included; exact for the linear model), Monte Carlo over θ ~ q, or
+        plugin (observation noise only; drops parameter uncertainty).
+    predictive_samples : int, default=100
+        Samples of the ``mc`` predictive.
+    dtype : {"float32", "float64"}, default="float32"
+        Working precision (float64 is enabled locally, never globally).
+    on_error : {"raise", "skip"}, default="raise"
+        What to do with an update that would give a non-finite posterior: raise
+        (leaving the posterior as before the call) or skip the row and count it in
+        ``n_skipped_``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network prior mean, the MC estimators and the MC predictive.
+    verbose : int, default=0
+        Show a progress bar (tqdm if installed) while learning.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Feature names, when X was a DataFrame with string column names.
+    n_observations_ : int
+        Rows learned so far.
+    n_skipped_ : int
+        Rows whose update was skipped (``on_error="skip"``).
+    obs_variance_ : ndarray of shape (n_outputs,)
+        Observation variance in use (the learned b / a with ``obs_variance="auto"``).
+    noise_dof_ : ndarray of shape (n_outputs,)
+        Degrees of freedom of the Student-t predictive (``inf`` for a fixed noise).
+    posterior_mean_ : ndarray of shape (P,)
+        Posterior mean of all parameters.
+    posterior_var_ : ndarray of shape (P,)
+        Posterior marginal variances.
+    coef_ : ndarray of shape (n_features,) or (n_outputs, n_features)
+        Posterior mean weights (linear models only).
+    intercept_ : float or ndarray of shape (n_outputs,)
+        Posterior mean intercept (linear models only).
+
+    See Also
+    --------
+    BongClassifier : The classification counterpart.
+    sklearn.linear_model.BayesianRidge : Batch Bayesian linear regression.
+
+    References
+    ----------
+    M. Jones, P. Chang, K. Murphy. Bayesian online natural gradient (BONG). 2024.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbong import BongRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3))
+    >>> y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=200)
+    >>> reg = BongRegressor(family="full", obs_variance=0.01).fit(X, y)
+    >>> np.round(reg.coef_, 1)
+    array([ 1. , -2. ,  0.5])
+    >>> mean, std = reg.predict(X[:2], return_std=True)
+    """
+
+    _parameter_constraints = {
+        **BongBase._parameter_constraints,
+        "obs_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+    }
+    def __init__(
+        self,
+        *,
+        hidden_layer_sizes=(),
+        activation="relu",
+        model=None,
+        fit_intercept=True,
+        family="dlr",
+        rank=10,
+        rule="bong",
+        hessian="lin_hess",
+        learning_rate=0.1,
+        n_iter=10,
+        mc_samples=10,
+        backtrack=0,
+        prior_variance=1.0,
+        obs_variance="auto",
+        drift=1.0,
+        process_noise=0.0,
+        batch_size=1,
+        predictive="linmc",
+        predictive_samples=100,
+        dtype="float32",
+        on_error="raise",
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            hidden_layer_sizes=hidden_layer_sizes,
+            activation=activation,
+            model=model,
+            fit_intercept=fit_intercept,
+            family=family,
+            rank=rank,
+            rule=rule,
+            hessian=hessian,
+            learning_rate=learning_rate,
+            n_iter=n_iter,
+            mc_samples=mc_samples,
+            backtrack=backtrack,
+            prior_variance=prior_variance,
+            drift=drift,
+            process_noise=process_noise,
+            batch_size=batch_size,
+            predictive=predictive,
+            predictive_samples=predictive_samples,
+            dtype=dtype,
+            on_error=on_error,
+            random_state=random_state,
+            verbose=verbose,
+        )
+        self.obs_variance = obs_variance
+
+    def _learns_noise(self):
+        return isinstance(self.obs_variance, str)  # "auto"
+
+    def _obs_variance_in_use(self, Y, first):
+        """The noise variance R of this call's update, (C,) float64: a fixed value, or the
+        learned plug-in b / a (its starting value ŝ₀ = 1 on a fresh fit; the last value
+        in use when learning is switched on after a fit with a fixed value)."""
+        if not self._learns_noise():
+            return np.full(Y.shape[1], float(self.obs_variance))
+        if first:
+            return np.ones(Y.shape[1])
+        return self.obs_variance_
+
+    def fit(self, X, y, sample_weight=None):
+        """Forget everything, then learn from the rows of X in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Multiplies each row's log-likelihood term.
+
+        Returns
+        -------
+        self : BongRegressor
+            The fitted estimator.
+        """
+        return self._fit_rows(X, y, sample_weight, reset=True)
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Continue learning from the current posterior with the rows of X in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs; any number of rows, even one.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Multiplies each row's log-likelihood term.
+
+        Returns
+        -------
+        self : BongRegressor
+            The updated estimator.
+        """
+        return self._fit_rows(X, y, sample_weight, reset=False)
