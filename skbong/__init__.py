@@ -8,6 +8,7 @@ uncertain they are. The numerical engine is :mod:`skbong.engine` (pure JAX).
 
 from ._classifier import BongClassifier
 from ._regressor import BongRegressor
+from ._variational import VariationalClassifier, VariationalRegressor
 from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
 from .pipeline import StreamingPipeline, make_streaming_pipeline
 
@@ -19,6 +20,8 @@ __all__ = [
     "NonFiniteUpdateError",
     "SkippedRowsWarning",
     "StreamingPipeline",
+    "VariationalClassifier",
+    "VariationalRegressor",
     "make_streaming_pipeline",
     "__version__",
 ]

@@ -45,7 +45,6 @@ def _cached_key(seed, purpose):
 _PARAM_NAMES = {}
 
 
-
 class PosteriorMixin:
     """Parameter checking, model building and belief-based prediction.
 
@@ -138,7 +137,10 @@ class PosteriorMixin:
             cls = self._state_class()
             parts = self._components()
             with self._x64():
-                var = [np.asarray(engine.marginal_var(self._fitted_config, cls(*st))) for _, st, _ in parts]
+                var = [
+                    np.asarray(engine.marginal_var(self._fitted_config, cls(*st)))
+                    for _, st, _ in parts
+                ]
             if len(parts) == 1:
                 self._posterior_var = var[0]
             else:  # mixture: E[θ²] − E[θ]² over the bank's filters

@@ -61,7 +61,9 @@ def run_epoch(config, state, t0, x, y, w, hyper, key, shuffle=True, learn_noise=
     n_steps = -(-n // size)
     solver = solvers.solver(config)
     order = (
-        jax.random.permutation(jax.random.fold_in(jax.random.fold_in(key, 0x7FFFFFFF), t0), n) if shuffle else jnp.arange(n)
+        jax.random.permutation(jax.random.fold_in(jax.random.fold_in(key, 0x7FFFFFFF), t0), n)
+        if shuffle
+        else jnp.arange(n)
     )
     order = jnp.concatenate([order, jnp.full((n_steps * size - n,), n, order.dtype)])
     xp = jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])
@@ -72,9 +74,7 @@ def run_epoch(config, state, t0, x, y, w, hyper, key, shuffle=True, learn_noise=
     def body(carry, idx):
         state, t, nll, sq, bad = carry
         xb, yb, wb = xp[idx], yp[idx], wp[idx]
-        eps = jax.random.normal(
-            jax.random.fold_in(key, t), (config.mc_samples, n_params), x.dtype
-        )
+        eps = jax.random.normal(jax.random.fold_in(key, t), (config.mc_samples, n_params), x.dtype)
         thetas = solver.sample(state, hyper, eps)
         new, nll_t = solver.step(config, state, thetas, eps, xb, yb, wb, hyper, t)
         ok = solvers.is_valid(new, hyper)
@@ -87,9 +87,7 @@ def run_epoch(config, state, t0, x, y, w, hyper, key, shuffle=True, learn_noise=
 
     zero = jnp.zeros((), x.dtype)
     carry = (state, jnp.asarray(t0, jnp.int32), zero, jnp.zeros(y.shape[1:], x.dtype), 0)
-    (state, _, nll, sq, bad), _ = jax.lax.scan(
-        body, carry, order.reshape(n_steps, size)
-    )
+    (state, _, nll, sq, bad), _ = jax.lax.scan(body, carry, order.reshape(n_steps, size))
     return state, nll, sq, bad
 
 

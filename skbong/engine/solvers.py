@@ -205,7 +205,7 @@ class Solver(NamedTuple):
 def rates(hyper, t):
     """(α_t, β_t): α / (1 + t^ω) and β / (1 + t^ω) with ω = ``decay``; constant for ω = 0."""
     t = jnp.asarray(t, hyper.lr.dtype)
-    factor = jnp.where(hyper.decay > 0, 1.0 / (1.0 + t ** hyper.decay), 1.0)
+    factor = jnp.where(hyper.decay > 0, 1.0 / (1.0 + t**hyper.decay), 1.0)
     return hyper.lr * factor, hyper.prec_rate * factor
 
 
@@ -491,7 +491,10 @@ def solver(config):
         return Solver(_adam_init, _adam_sample, _adam_step, _adam_posterior)
     if name == "slang":
         return Solver(
-            lambda m, h: _slang_init(m, h, config.rank), _slang_sample, _slang_step, _slang_posterior
+            lambda m, h: _slang_init(m, h, config.rank),
+            _slang_sample,
+            _slang_step,
+            _slang_posterior,
         )
     if name == "bbb":
         return Solver(_bbb_init, _bbb_sample, _bbb_step, _bbb_posterior)
