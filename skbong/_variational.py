@@ -370,7 +370,15 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
                 SkippedRowsWarning,
                 stacklevel=3,
             )
-        if not incremental and stall < self.n_iter_no_change and ran >= self.max_iter:
+        if not np.isfinite(self.loss_curve_[-1]):
+            warnings.warn(
+                f"{type(self).__name__}: the loss became non-finite at epoch {self.n_iter_}: "
+                f"the fit diverged (solver={self.solver!r}); lower learning_rate, or "
+                "standardise the inputs",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        elif not incremental and stall < self.n_iter_no_change and ran >= self.max_iter:
             warnings.warn(
                 f"{type(self).__name__}: max_iter={self.max_iter} epochs reached and the "
                 "optimisation has not converged yet",
