@@ -233,7 +233,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         prior_var = config.model.prior_variances(
             float(self.prior_variance), wide if wide is not None else float(self.prior_variance)
         )
-        lam = 1.0 / prior_var
+        lam = 1.0 / prior_var / self._noise_unit(obs_var)
         above = SOLVER_DEFAULTS[self.solver][3] if self.init_precision is None else None
         if self.init_precision is not None:
             init = np.full_like(lam, float(self.init_precision))
@@ -339,7 +339,10 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
                 self.n_iter_ += 1
                 if learn_noise:  # the ELBO's M-step for the noise: E_q[(y − f)²]
                     obs_var = np.maximum(np.asarray(sq, np.float64) / np.sum(w), 1e-12)
-                    hyper = hyper._replace(obs_var=np.asarray(obs_var, dt))
+                    new_hyper = self._hyper(config, n_data, obs_var)
+                    hyper = hyper._replace(
+                        obs_var=new_hyper.obs_var, prior_prec=new_hyper.prior_prec
+                    )
                 if self.verbose:
                     print(f"[{type(self).__name__}] epoch {self.n_iter_}: loss {loss:.6g}")
                 if incremental:
@@ -411,6 +414,15 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
     def _learns_noise(self):
         return False
 
+    def _noise_unit(self, obs_var):
+        """The unit of the prior variances: 1, or with the learned noise the noise
+        variance (the geometric mean over outputs), as in the normal–inverse-gamma
+        model θ | σ² ~ N(0, σ² V₀) of :class:`BongRegressor`: so raw-scale targets
+        work and the prior keeps its meaning relative to the noise."""
+        if not self._learns_noise():
+            return 1.0
+        return float(np.exp(np.mean(np.log(obs_var))))
+
     @property
     def n_params_(self):
         """Number of model parameters P."""
@@ -470,15 +482,18 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         S, samples of q per step.
     prior_variance : float, default=1.0
         σ₀², the prior variance of the weights (fan-in scaled for networks, as for
-        :class:`BongRegressor`); the intercepts' prior variance is 100.
+        :class:`BongRegressor`); the intercepts' prior variance is 100. With the learned
+        noise these are in units of the noise variance (θ | σ² ~ N(0, σ² V₀), the
+        normal–inverse-gamma convention of :class:`BongRegressor`), so raw-scale
+        targets work.
     init_precision : float, default=None
         Precision of the starting q (None: the prior's for vogn, von and slang; the
         prior's + 10 for vprop, vadam and bbb (Vadam's 10); N + λ for ivon, its h₀ = 1).
     obs_variance : float or "auto", default="auto"
         Observation noise variance. ``"auto"`` starts at Var(y) and after every epoch
         takes the ELBO's maximiser E_q[(y − f(x, θ))²], estimated from the epoch's
-        samples (variational EM). A float fixes it (the papers tune it by
-        cross-validation).
+        samples (variational EM); the prior is in its units. A float fixes it and the
+        prior is absolute (the papers' setting: they tune the noise by cross-validation).
     max_iter : int, default=200
         Epochs (``fit``).
     batch_size : int, default=32
