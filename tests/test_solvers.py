@@ -76,8 +76,9 @@ def _f64(v):
     return jnp.asarray(v, jnp.float64)
 
 
-def _hyper(lam, init_prec, *, obs_var=OBS_VAR, lr=0.3, prec_rate=0.4, momentum=0.0, decay=0.0,
-           n_data=40.0):
+def _hyper(
+    lam, init_prec, *, obs_var=OBS_VAR, lr=0.3, prec_rate=0.4, momentum=0.0, decay=0.0, n_data=40.0
+):
     return solvers.BatchHyper(
         prior_prec=_f64(lam),
         init_prec=_f64(init_prec),
@@ -90,8 +91,9 @@ def _hyper(lam, init_prec, *, obs_var=OBS_VAR, lr=0.3, prec_rate=0.4, momentum=0
     )
 
 
-def _config(solver, likelihood, *, family="diag", curvature="ef", rank=1, mc_samples=S,
-            batch_size=6):
+def _config(
+    solver, likelihood, *, family="diag", curvature="ef", rank=1, mc_samples=S, batch_size=6
+):
     return solvers.BatchConfig(
         model=MLP(D, 1, ()),
         likelihood=likelihood,
@@ -260,10 +262,19 @@ def _check_state(case, eng, st, lam, n_data, what):
         _close(eng.hess, st.hess, what=f"{what} h")
 
 
-def _case(solver, family="diag", curvature="ef", *, rank=1, lr=0.3, prec_rate=0.4,
-          momentum=0.0, decay=0.0):
-    return SimpleNamespace(solver=solver, family=family, curvature=curvature, rank=rank, lr=lr,
-                           prec_rate=prec_rate, momentum=momentum, decay=decay)
+def _case(
+    solver, family="diag", curvature="ef", *, rank=1, lr=0.3, prec_rate=0.4, momentum=0.0, decay=0.0
+):
+    return SimpleNamespace(
+        solver=solver,
+        family=family,
+        curvature=curvature,
+        rank=rank,
+        lr=lr,
+        prec_rate=prec_rate,
+        momentum=momentum,
+        decay=decay,
+    )
 
 
 CASES = {
@@ -292,11 +303,23 @@ def test_step_matches_reference(name, kind):
     init_prec = lam + rng.uniform(2.0, 6.0, size=P)
     mean0 = 0.5 * rng.normal(size=P)
     with jax.enable_x64(True):
-        cfg = _config(case.solver, LIKELIHOOD[kind], family=case.family,
-                      curvature=case.curvature, rank=case.rank)
-        hyper = _hyper(lam, init_prec, obs_var=OBS_VAR if kind == "gauss" else 1.0,
-                       lr=case.lr, prec_rate=case.prec_rate, momentum=case.momentum,
-                       decay=case.decay, n_data=n_data)
+        cfg = _config(
+            case.solver,
+            LIKELIHOOD[kind],
+            family=case.family,
+            curvature=case.curvature,
+            rank=case.rank,
+        )
+        hyper = _hyper(
+            lam,
+            init_prec,
+            obs_var=OBS_VAR if kind == "gauss" else 1.0,
+            lr=case.lr,
+            prec_rate=case.prec_rate,
+            momentum=case.momentum,
+            decay=case.decay,
+            n_data=n_data,
+        )
         solver = solvers.solver(cfg)
         state = solver.init(_f64(mean0), hyper)
         st = _ref_init(case, mean0, lam, init_prec, n_data)
@@ -308,8 +331,9 @@ def test_step_matches_reference(name, kind):
             ref_thetas = _ref_sample(case, st, lam, n_data, eps)
             _close(thetas, ref_thetas, what=f"step {t} samples")
             pieces = _pieces(kind, x, y, ref_thetas)
-            state, nll = _solver_step(cfg, state, thetas, _f64(eps), _f64(x), _f64(y),
-                                      _f64(w), hyper, t)
+            state, nll = _solver_step(
+                cfg, state, thetas, _f64(eps), _f64(x), _f64(y), _f64(w), hyper, t
+            )
             st = _ref_step(case, st, pieces, ref_thetas, eps, w, lam, n_data, t)
             _check_state(case, state, st, lam, n_data, f"step {t}")
             _close(nll, ref.nll(pieces.loglik, w), what=f"step {t} nll")
@@ -358,15 +382,15 @@ def test_exact_posterior_one_step(solver_name, curvature):
     mean0 = 3.0 * rng.normal(size=P)
     mean_star, prec_star = _exact_posterior(ref.design(x), y, lam, OBS_VAR)
     with jax.enable_x64(True):
-        cfg = _config(solver_name, "gaussian", family="full", curvature=curvature,
-                      mc_samples=1, batch_size=n)
+        cfg = _config(
+            solver_name, "gaussian", family="full", curvature=curvature, mc_samples=1, batch_size=n
+        )
         hyper = _hyper(lam, np.ones(P), lr=1.0, prec_rate=1.0, n_data=float(n))
         solver = solvers.solver(cfg)
         state = solvers.NGState(_f64(mean0), _f64(prec0))
         eps = _f64(np.zeros((1, P)))
         thetas = solver.sample(state, hyper, eps)
-        new, _ = _solver_step(cfg, state, thetas, eps, _f64(x), _f64(y), _f64(np.ones(n)),
-                              hyper, 0)
+        new, _ = _solver_step(cfg, state, thetas, eps, _f64(x), _f64(y), _f64(np.ones(n)), hyper, 0)
     _close(new.mean, mean_star, what="mean")
     _close(new.prec, prec_star, what="precision")
 
@@ -386,15 +410,13 @@ def test_vogn_ef_fixed_point(family):
     ef_prec = np.diag(lam) + (xt * (r * r)[:, None]).T @ xt / OBS_VAR**2
     init_prec = lam + rng.uniform(1.0, 3.0, size=P)
     with jax.enable_x64(True):
-        cfg = _config("vogn", "gaussian", family=family, curvature="ef", mc_samples=1,
-                      batch_size=n)
+        cfg = _config("vogn", "gaussian", family=family, curvature="ef", mc_samples=1, batch_size=n)
         hyper = _hyper(lam, init_prec, lr=1.0, prec_rate=1.0, n_data=float(n))
         solver = solvers.solver(cfg)
         state = solver.init(_f64(mean_star), hyper)
         eps = _f64(np.zeros((1, P)))
         thetas = solver.sample(state, hyper, eps)
-        new, _ = _solver_step(cfg, state, thetas, eps, _f64(x), _f64(y), _f64(np.ones(n)),
-                              hyper, 0)
+        new, _ = _solver_step(cfg, state, thetas, eps, _f64(x), _f64(y), _f64(np.ones(n)), hyper, 0)
     _close(new.mean, mean_star, what="mean")
     _close(new.prec, ef_prec if family == "full" else np.diag(ef_prec), what="precision")
 
@@ -424,8 +446,11 @@ def test_slang_full_rank_equals_vogn_full():
             v_state, v_nll = _solver_step(cfg_v, v_state, *args)
             u = np.asarray(s_state.prec_lr)
             _close(s_state.mean, v_state.mean, what=f"step {t} mean")
-            _close(u @ u.T + np.diag(np.asarray(s_state.prec_diag)), v_state.prec,
-                   what=f"step {t} precision")
+            _close(
+                u @ u.T + np.diag(np.asarray(s_state.prec_diag)),
+                v_state.prec,
+                what=f"step {t} precision",
+            )
             _close(s_nll, v_nll, what=f"step {t} nll")
 
 
@@ -442,15 +467,19 @@ def test_vprop_vadam_reference_identity():
         thetas = ref.diag_sample(mean, scale, n_data, lam, rng.normal(size=(S, P)))
         grads = ref.gauss_grads(ref.design(x), y, thetas, OBS_VAR)
         mean, scale = ref.vprop_step(mean, scale, grads, w, n_data, lam, 0.05, 0.3)
-        mean_v, mom, scale_v = ref.vadam_step(mean_v, mom, scale_v, grads, w, n_data, lam,
-                                              0.05, 0.3, 0.0, t, bias_correction=False)
+        mean_v, mom, scale_v = ref.vadam_step(
+            mean_v, mom, scale_v, grads, w, n_data, lam, 0.05, 0.3, 0.0, t, bias_correction=False
+        )
         _close(mean_v, mean, rtol=1e-14, what="mean")
         _close(scale_v, scale, rtol=1e-14, what="s")
     # and with γ₁ > 0 and bias correction they differ (the identity is not vacuous)
-    mean_b, _, _ = ref.vadam_step(mean, np.zeros(P), scale, grads, w, n_data, lam, 0.05, 0.3,
-                                  0.9, 2)
-    assert np.max(np.abs(mean_b - ref.vprop_step(mean, scale, grads, w, n_data, lam, 0.05,
-                                                 0.3)[0])) > 1e-4
+    mean_b, _, _ = ref.vadam_step(
+        mean, np.zeros(P), scale, grads, w, n_data, lam, 0.05, 0.3, 0.9, 2
+    )
+    assert (
+        np.max(np.abs(mean_b - ref.vprop_step(mean, scale, grads, w, n_data, lam, 0.05, 0.3)[0]))
+        > 1e-4
+    )
 
 
 @pytest.mark.parametrize("curvature", ["ef", "ggn"])
@@ -554,13 +583,11 @@ def test_run_epoch_matches_manual_steps(solver_name):
         cfg, hyper, x, y, w, mean0 = _epoch_setup(solver_name, n, size, 21)
         key = jax.random.PRNGKey(3)
         state0 = epochs.init_state(cfg, mean0, hyper)
-        state, nll, _, bad = epochs.run_epoch(cfg, state0, t0, x, y, w, hyper, key,
-                                              shuffle=False)
+        state, nll, _, bad = epochs.run_epoch(cfg, state0, t0, x, y, w, hyper, key, shuffle=False)
         manual, total = state0, 0.0
         for k in range(n // size):
             rows = slice(k * size, (k + 1) * size)
-            manual, nll_t = _manual_step(cfg, manual, x[rows], y[rows], w[rows], hyper, key,
-                                         t0 + k)
+            manual, nll_t = _manual_step(cfg, manual, x[rows], y[rows], w[rows], hyper, key, t0 + k)
             total += float(nll_t)
     assert int(bad) == 0
     _check_trees(state, manual, "state")
@@ -577,12 +604,10 @@ def test_run_epoch_padded_last_batch(solver_name):
         cfg, hyper, x, y, w, mean0 = _epoch_setup(solver_name, n, size, 22)
         key = jax.random.PRNGKey(4)
         state0 = epochs.init_state(cfg, mean0, hyper)
-        state, nll, _, bad = epochs.run_epoch(cfg, state0, t0, x, y, w, hyper, key,
-                                              shuffle=False)
+        state, nll, _, bad = epochs.run_epoch(cfg, state0, t0, x, y, w, hyper, key, shuffle=False)
         manual, total = state0, 0.0
         for k, rows in enumerate([slice(0, 4), slice(4, 8), slice(8, 10)]):
-            manual, nll_t = _manual_step(cfg, manual, x[rows], y[rows], w[rows], hyper, key,
-                                         t0 + k)
+            manual, nll_t = _manual_step(cfg, manual, x[rows], y[rows], w[rows], hyper, key, t0 + k)
             total += float(nll_t)
     assert int(bad) == 0
     _check_trees(state, manual, "state")
@@ -603,15 +628,16 @@ def test_invalid_step_not_applied(fault):
     with jax.enable_x64(True):
         if fault == "negative-precision":
             cfg = _config("von", "bernoulli", family="diag", batch_size=size)
-            hyper = _hyper(lam, np.full(P, 1e3), obs_var=1.0, lr=0.1, prec_rate=2.0,
-                           n_data=float(n))
+            hyper = _hyper(
+                lam, np.full(P, 1e3), obs_var=1.0, lr=0.1, prec_rate=2.0, n_data=float(n)
+            )
         else:
             cfg = _config("vadam", "gaussian", batch_size=size)
-            hyper = _hyper(lam, lam + 3.0, lr=np.inf, prec_rate=0.3, momentum=0.9,
-                           n_data=float(n))
+            hyper = _hyper(lam, lam + 3.0, lr=np.inf, prec_rate=0.3, momentum=0.9, n_data=float(n))
         state0 = epochs.init_state(cfg, _f64(0.3 * rng.normal(size=P)), hyper)
-        state, _, _, bad = epochs.run_epoch(cfg, state0, 0, _f64(x), _f64(y), _f64(w), hyper,
-                                            jax.random.PRNGKey(5), shuffle=False)
+        state, _, _, bad = epochs.run_epoch(
+            cfg, state0, 0, _f64(x), _f64(y), _f64(w), hyper, jax.random.PRNGKey(5), shuffle=False
+        )
     assert int(bad) == n // size
     for a, b in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(state0)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
