@@ -11,6 +11,7 @@ ORDER = [
     "plot_thompson_bandit.py",
     "plot_calibration.py",
     "plot_streaming_pipeline.py",
+    "plot_online_vs_batch.py",
 ]
 
 

@@ -28,23 +28,22 @@ from .engine import epochs, solvers
 from .exceptions import SkippedRowsWarning
 
 SOLVER_DEFAULTS = {
-    # solver: (learning_rate α, precision_rate β, momentum γ₁, init_precision above λ)
-    "vogn": (0.01, 0.01, 0.0, None),
-    "von": (0.01, 0.01, 0.0, None),
-    "slang": (0.01, 0.01, 0.0, None),
-    "vprop": (0.01, 0.1, 0.0, None),
-    "vadam": (0.01, 0.1, 0.99, None),
-    "bbb": (0.01, 0.001, 0.9, None),
-    "ivon": (0.1, 1e-5, 0.9, None),  # None: N + λ, IVON's h₀ = 1
+    # solver: (learning_rate α, precision_rate β, momentum γ₁)
+    "vogn": (0.01, 0.01, 0.0),
+    "von": (0.01, 0.01, 0.0),
+    "slang": (0.01, 0.01, 0.0),
+    "vprop": (0.01, 0.1, 0.0),
+    "vadam": (0.01, 0.1, 0.99),
+    "bbb": (0.01, 0.001, 0.9),
+    "ivon": (0.1, 1e-5, 0.9),
 }
-"""What ``None`` means for ``learning_rate``, ``precision_rate``, ``momentum`` and
-``init_precision`` per solver. Vadam's are the paper's UCI settings (α = 0.01,
+"""What ``None`` means for ``learning_rate``, ``precision_rate`` and ``momentum`` per
+solver. Vadam's are the paper's UCI settings (α = 0.01,
 γ₁ = 0.99, γ₂ = 0.9), BBB's Adam's usual ones, IVON's its package's (α = 0.1, β₁ = 0.9,
 β₂ = 0.99999, h₀ = 1: with β₂ = 0.999 its Hessian estimate drifted and the digits
 log-loss rose from 0.15 at 20 epochs to 1.12 at 200; at 0.99999 it stays at 0.12); for
 vogn, von and slang α = β = 0.01 (one natural-gradient rate) was the best of
-{0.1, 0.03, 0.01} on digits (benchmarks/bench_variational.py). The starting precision
-N + λ (IVON's h₀ = 1) keeps the first samples near the mean."""
+{0.1, 0.03, 0.01} on digits (benchmarks/bench_variational.py)."""
 
 STRUCTURAL = (
     "hidden_layer_sizes",
@@ -235,13 +234,11 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
             float(self.prior_variance), wide if wide is not None else float(self.prior_variance)
         )
         lam = 1.0 / prior_var / self._noise_unit(obs_var)
-        above = SOLVER_DEFAULTS[self.solver][3] if self.init_precision is None else None
         if self.init_precision is not None:
             init = np.full_like(lam, float(self.init_precision))
-        elif above is None:  # IVON's h₀ = 1: precision N + λ
-            init = lam + n_data
-        else:
-            init = lam + above
+        else:  # N + λ (IVON's h₀ = 1) with h₀ in the likelihood's units: 1 / σ² (Gaussian)
+            noise = np.exp(np.mean(np.log(obs_var))) if config.likelihood == "gaussian" else 1.0
+            init = lam + n_data / noise
         return solvers.BatchHyper(
             prior_prec=lam.astype(dt),
             init_prec=init.astype(dt),
@@ -489,8 +486,10 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         normal–inverse-gamma convention of :class:`BongRegressor`), so raw-scale
         targets work.
     init_precision : float, default=None
-        Precision of the starting q (None: N + λ for every solver, IVON's h₀ = 1, so that
-        the first samples stay near the mean).
+        Precision of the starting q (None: λ + N / σ² for every solver, IVON's h₀ = 1 in
+        the likelihood's units, with σ² the noise variance of regression and 1 for
+        classification: the first samples stay near the mean, and on raw-scale targets
+        the start is not tighter than the data can support).
     obs_variance : float or "auto", default="auto"
         Observation noise variance. ``"auto"`` starts at Var(y) and after every epoch
         takes the ELBO's maximiser E_q[(y − f(x, θ))²], estimated from the epoch's

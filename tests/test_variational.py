@@ -247,6 +247,7 @@ def test_grid_over_prior_compiles_one_epoch_program(linear_data):
             VariationalRegressor(max_iter=2, batch_size=8, random_state=0),
             {"prior_variance": [0.1, 1.0, 10.0], "learning_rate": [0.01, 0.1]},
             cv=[(np.arange(8, 40), np.arange(8)), (np.arange(0, 32), np.arange(32, 40))],
+            refit=False,  # a refit on all 40 rows is a new data shape
         ).fit(X, y)
     assert epochs.run_epoch._cache_size() == before
 
