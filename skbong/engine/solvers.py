@@ -231,6 +231,16 @@ def sample_grads(config, thetas, x, y, obs_var):
     return jax.vmap(row_grads, in_axes=(None, 0, None, None, None))(config, thetas, x, y, obs_var)
 
 
+def sample_mean_grads(config, thetas, x, y, w, obs_var):
+    """Σᵢ wᵢ log p(yᵢ | θₛ) and its gradient at every sample, (S,) and (S, P): one backward
+    pass of the summed mini-batch term per sample (what Vprop, Vadam and IVON need;
+    no per-example gradients)."""
+    value_and_grad = jax.value_and_grad(batch_log_lik, argnums=1)
+    return jax.vmap(value_and_grad, in_axes=(None, 0, None, None, None, None))(
+        config, thetas, x, y, w, obs_var
+    )
+
+
 def total_gradient(grads, w, n_data):
     """ĝ = −(N/m) mean_s Σᵢ wᵢ gᵢ(θₛ): the negative log-likelihood gradient at data scale."""
     per_sample = jnp.einsum("smp,m->sp", grads, w)
@@ -340,8 +350,8 @@ def _adam_sample(state, hyper, eps):
 def _adam_step(config, state, thetas, eps, x, y, w, hyper, t):
     """Vadam (Fig. 1) and Vprop (eq. 14; γ₁ = 0, no bias correction)."""
     alpha, beta = rates(hyper, t)
-    logp, grads = sample_grads(config, thetas, x, y, hyper.obs_var)
-    g = jnp.mean(mean_gradients(grads, w), axis=0)
+    logp, grads = sample_mean_grads(config, thetas, x, y, w, hyper.obs_var)
+    g = -jnp.mean(grads, axis=0) / _real_rows(w)
     lam_tilde = hyper.prior_prec / hyper.n_data
     vadam = config.solver == "vadam"
     gamma1 = hyper.momentum if vadam else 0.0
@@ -353,7 +363,7 @@ def _adam_step(config, state, thetas, eps, x, y, w, hyper, t):
         )
     else:
         step = mom / (jnp.sqrt(scale) + lam_tilde)
-    return AdamState(state.mean - alpha * step, mom, scale), _nll(logp, w)
+    return AdamState(state.mean - alpha * step, mom, scale), -jnp.mean(logp)
 
 
 def _adam_posterior(state, hyper):
@@ -460,8 +470,8 @@ def _ivon_sample(state, hyper, eps):
 def _ivon_step(config, state, thetas, eps, x, y, w, hyper, t):
     """IVON (ivon-opt 0.1.3, Price's Hessian estimate, debiased momentum, rescaled rate)."""
     alpha, beta = rates(hyper, t)
-    logp, grads = sample_grads(config, thetas, x, y, hyper.obs_var)
-    g_s = mean_gradients(grads, w)  # (S, P)
+    logp, grads = sample_mean_grads(config, thetas, x, y, w, hyper.obs_var)
+    g_s = -grads / _real_rows(w)  # (S, P): gradients of the mean mini-batch loss
     delta = hyper.prior_prec / hyper.n_data
     noise = thetas - state.mean
     h_hat = hyper.n_data * (state.hess + delta) * jnp.mean(noise * g_s, axis=0)
@@ -474,7 +484,7 @@ def _ivon_step(config, state, thetas, eps, x, y, w, hyper, t):
     )
     lr = alpha * (_ivon_h0(hyper) + delta)
     step = (mom / (1.0 - beta1 ** (t + 1)) + delta * state.mean) / (hess + delta)
-    return IVONState(state.mean - lr * step, mom, hess), _nll(logp, w)
+    return IVONState(state.mean - lr * step, mom, hess), -jnp.mean(logp)
 
 
 def _ivon_posterior(state, hyper):
