@@ -227,3 +227,35 @@ def test_dynamic_static_stream_agree(family, hessian):
         else:
             for a, b in zip(*out):
                 assert np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_ef_weight_counts_as_repeated_rows():
+    """A row of weight w is w repeated rows: the LIN-EF and MC-EF curvatures of a weighted
+    row are w g gᵀ (what w separate rows would add), not (w g)(w g)ᵀ; unit weights keep the
+    published factor, and the gradient is still the weighted one, B u."""
+    import jax
+    import jax.numpy as jnp
+
+    from skbong import engine
+    from skbong.engine.curvature import ESTIMATORS
+
+    model = engine.MLP(3, 1, (4,))
+    config = engine.Config(model=model, family="diag", hessian="lin_ef", mc_samples=3)
+    family = engine.FAMILIES["diag"]
+    with jax.enable_x64(True):
+        mean0 = model.flat_init(jax.random.PRNGKey(0), jnp.float64)
+        state = family.init(mean0, 0.5, 1)
+        x = jnp.array([[0.3, -1.0, 2.0]])
+        y = jnp.array([[0.7]])
+        key = jax.random.PRNGKey(1)
+        for name in ("lin_ef", "mc_ef"):
+            est = ESTIMATORS[name]
+            g1, c1 = est(config, family, state, x, y, jnp.ones(1), 0.2, key)
+            g3, c3 = est(config, family, state, x, y, jnp.full(1, 3.0), 0.2, key)
+            G1 = c1.factor @ c1.factor.T
+            G3 = c3.factor @ c3.factor.T
+            np.testing.assert_allclose(G3, 3.0 * G1, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(g3, 3.0 * g1, rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(c3.factor @ c3.coef + c3.rest, g3, rtol=1e-12, atol=1e-15)
+            if name == "lin_ef":  # unit weight: the published B = g
+                np.testing.assert_allclose(c1.factor[:, 0], g1, rtol=1e-15)

@@ -8,6 +8,8 @@ sample weights, zero for padding).
   G = −Σᵢ wᵢ Jᵢᵀ Λ_y Jᵢ = −B Bᵀ with B = [√wᵢ Jᵢᵀ Sᵢ] (Prop. 4.2, k = bC).
 * ``lin_ef``: the same g, G = −g gᵀ (eqs. 27–29, k = 1).
 * ``mc_ef``: θₘ ~ q, gₘ = ∇θ log p(y | θₘ), g = mean gₘ, B = [g₁ … g_M] / √M (eq. 26).
+  With row weights (sample weights, a weight w meaning w repeated rows) both EF
+  factors are divided by √w̄ (:func:`_weight_scale`): w g gᵀ, not (w g)(w g)ᵀ.
 * ``mc_hess``: g = mean gₘ, G = mean ∇²θ log p(y | θₘ): dense for the full families,
   the diagonal for the diagonal ones (exact for P ≤ ``EXACT_DIAG_MAX``, otherwise
   Hutchinson's estimator with one Rademacher probe per sample).
@@ -75,10 +77,25 @@ def lin_hess(config, family, state, x, y, w, obs_var, key):
     return g, Curv(factor=rows.T, coef=coef, rest=rest)
 
 
+def _weight_scale(w):
+    """w̄, the mean weight of the real (non-padding) rows: 1 for unweighted rows.
+
+    A row of weight w stands for w repeated rows, each of which would add its own
+    g gᵀ to an empirical Fisher: w g gᵀ in all. The EF estimators differentiate the
+    weighted log-likelihood, whose gradient is w g, so their factor is divided by √w̄:
+    (w g)(w g)ᵀ / w = w g gᵀ. For a mini-batch of several weights (one observation in the
+    paper's sense) w̄ is the mean weight, which is exact when the weights are equal."""
+    real = jnp.sum(w > 0)
+    mean = jnp.sum(w) / jnp.maximum(real, 1).astype(w.dtype)
+    return jnp.where(mean > 0, mean, 1.0)
+
+
 def lin_ef(config, family, state, x, y, w, obs_var, key):
-    """LIN-EF: linearised g and the empirical Fisher G = −g gᵀ (B = g, g = B · 1)."""
+    """LIN-EF: linearised g and the empirical Fisher G = −g gᵀ / w̄ (B = g / √w̄,
+    g = B · √w̄; :func:`_weight_scale`)."""
     _, g = _linearised_gradient(config, state.mean, x, y, w, obs_var)
-    return g, Curv(factor=g[:, None], coef=jnp.ones((1,), g.dtype), rest=jnp.zeros_like(g))
+    root = jnp.sqrt(_weight_scale(w))
+    return g, Curv(factor=(g / root)[:, None], coef=root[None], rest=jnp.zeros_like(g))
 
 
 def _sample_grads(config, family, state, x, y, w, obs_var, key):
@@ -94,10 +111,11 @@ def mc_ef(config, family, state, x, y, w, obs_var, key):
     """MC-EF: Monte Carlo gradient and empirical Fisher from M samples of q."""
     _, grads = _sample_grads(config, family, state, x, y, w, obs_var, key)
     root_m = jnp.sqrt(jnp.asarray(grads.shape[0], grads.dtype))
-    # mean gₘ = B u with B = [g₁ … g_M] / √M and u = 1 / √M
+    root_w = jnp.sqrt(_weight_scale(w))
+    # mean gₘ = B u with B = [g₁ … g_M] / (√M √w̄) and u = √w̄ / √M (weights: _weight_scale)
     curv = Curv(
-        factor=grads.T / root_m,
-        coef=jnp.full(grads.shape[:1], 1.0 / root_m),
+        factor=grads.T / (root_m * root_w),
+        coef=jnp.full(grads.shape[:1], root_w / root_m),
         rest=jnp.zeros_like(grads[0]),
     )
     return jnp.mean(grads, axis=0), curv
