@@ -314,9 +314,15 @@ def _lin_hess(apply, likelihood, mean, x, y, w, obs_var):
     return _lin_grad(apply, likelihood, mean, x, y, w, obs_var), G
 
 
+def _mean_weight(w):
+    # a weight w is w repeated rows, whose EF terms add up to w g gᵀ: the EF of a
+    # weighted observation is divided by the mean weight of its real rows
+    return jnp.sum(w) / jnp.sum(w > 0)
+
+
 def _lin_ef(apply, likelihood, mean, x, y, w, obs_var):
     g = _lin_grad(apply, likelihood, mean, x, y, w, obs_var)
-    return g, -jnp.outer(g, g)
+    return g, -jnp.outer(g, g) / _mean_weight(w)
 
 
 def _sample_fun(apply, likelihood, x, y, w, obs_var):
@@ -325,7 +331,7 @@ def _sample_fun(apply, likelihood, x, y, w, obs_var):
 
 def _mc_ef(apply, likelihood, thetas, x, y, w, obs_var):
     grads = jax.vmap(jax.grad(_sample_fun(apply, likelihood, x, y, w, obs_var)))(thetas)
-    return grads.mean(axis=0), -(grads.T @ grads) / grads.shape[0]
+    return grads.mean(axis=0), -(grads.T @ grads) / grads.shape[0] / _mean_weight(w)
 
 
 def _mc_hess(apply, likelihood, thetas, x, y, w, obs_var):
@@ -350,9 +356,10 @@ lin_hess = _compiled(_lin_hess)
 lin_hess.__doc__ = """(g, G): g = Σᵢ wᵢ Jᵢᵀ ∇_f log p, G = −Σᵢ wᵢ Jᵢᵀ Λ_y Jᵢ with J by forward-mode
 autodiff and Λ_y = ∇²_f(−log p) by autodiff, at ``mean``."""
 lin_ef = _compiled(_lin_ef)
-lin_ef.__doc__ = """(g, −g gᵀ) with the linearised g at ``mean``."""
+lin_ef.__doc__ = """(g, −g gᵀ / w̄) with the linearised g at ``mean``, w̄ the mean weight of the
+real rows (a weight counts as repeated rows)."""
 mc_ef = _compiled(_mc_ef)
-mc_ef.__doc__ = """(mean gₘ, −(1/M) Σ gₘ gₘᵀ) over the given parameter samples (M, P)."""
+mc_ef.__doc__ = """(mean gₘ, −(1/M) Σ gₘ gₘᵀ / w̄) over the given parameter samples (M, P)."""
 mc_hess = _compiled(_mc_hess)
 mc_hess.__doc__ = """(mean gₘ, mean ∇²θ log p(y | θₘ)) (dense) over the given samples (M, P)."""
 

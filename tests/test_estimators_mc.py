@@ -66,6 +66,12 @@ TAIL = 1e-9
 MS = (10, 100, 1000)
 
 
+WEIGHTS = np.array([1.0, 0.5, 2.0, 1.0, 0.7])
+W_BAR = WEIGHTS.mean()
+"""Row weights of the problem, and their mean: a weight counts as repeated rows, so the
+EF factor is divided by √w̄ (``skbong.engine.curvature._weight_scale``)."""
+
+
 def _problem(dtype):
     """Model, data, a dense reference (A, c) and a random mean μ."""
     rng = np.random.default_rng(0)
@@ -73,7 +79,7 @@ def _problem(dtype):
     p = model.n_params()
     x = rng.standard_normal((B, D))
     y = rng.standard_normal((B, C))
-    w = np.array([1.0, 0.5, 2.0, 1.0, 0.7])
+    w = WEIGHTS
     obs_var = np.array([0.5, 2.0])
     mean = rng.standard_normal(p)
     with jax.enable_x64(True):
@@ -165,7 +171,9 @@ def _check_given_samples(family, runs, keys):
             thetas = np.asarray(E.FAMILIES[family].sample(state, keys[0][i], m))
         grads = c[None, :] - thetas @ a  # A is symmetric
         np.testing.assert_allclose(g[i], grads.mean(axis=0), rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(factor[i], grads.T / np.sqrt(m), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(
+            factor[i], grads.T / np.sqrt(m * W_BAR), rtol=1e-10, atol=1e-12
+        )
 
 
 def _check_gradient(family, runs):
@@ -187,7 +195,8 @@ def _check_gradient(family, runs):
 
 
 def _check_ef_curvature(family, runs):
-    """−(1/M) Σ gₘ gₘᵀ within z = 6 Isserlis bounds of −(g gᵀ + A Σ A)."""
+    """w̄ times the factor's −B Bᵀ (its −(1/M) Σ gₘ gₘᵀ) within z = 6 Isserlis bounds of
+    −(g gᵀ + A Σ A)."""
     a, c, mean, _, cov = _reference(family)
     g = c - a @ mean
     k_cov = a @ cov @ a
@@ -203,7 +212,7 @@ def _check_ef_curvature(family, runs):
     for m in (100, 1000):
         factor = runs[m][1]
         assert factor.shape == (N_KEYS, mean.shape[0], m)
-        err = -np.einsum("kpm,kqm->kpq", factor, factor) - expected
+        err = -W_BAR * np.einsum("kpm,kqm->kpq", factor, factor) - expected
         bound = Z * np.sqrt(var / m)
         assert np.all(np.abs(err) <= bound), (m, np.abs(err / bound).max())
 
