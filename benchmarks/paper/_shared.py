@@ -8,8 +8,9 @@ error, an aligned text table, JSON output, and the Gaussian algebra the scripts 
 The estimators expose only the posterior mean and marginal variances publicly
 (``posterior_mean_``, ``posterior_var_``); :func:`dense_gaussian` reads the fitted
 belief kept in the private ``_state`` tuple (``(mean, cov)`` for the full and diagonal
-families, ``(mean, prec_diag, prec_lr)`` for DLR) because the symmetric KL needs the
-whole covariance. That is the only private attribute these scripts touch.
+families, ``(mean, prec_diag, prec_lr)`` for DLR and SLANG) and the family it holds
+(``_posterior_family()``) because the symmetric KL needs the whole covariance. Those
+are the only private members these scripts touch.
 """
 
 import argparse
@@ -278,15 +279,16 @@ def pyplot():
 
 # ------------------------------------------------------------ Gaussian algebra
 def dense_gaussian(est):
-    """The fitted belief of a BongRegressor / BongClassifier as dense float64 arrays.
+    """The fitted belief of a Bong or Variational estimator as dense float64 arrays.
 
     Returns ``(mean, cov, prec)``. Reads the estimator's private ``_state`` (see the
     module docstring): ``(mean, cov)`` with ``cov`` (P, P) or (P,) for the full and
-    diagonal families, ``(mean, prec_diag, prec_lr)`` for DLR, precision Υ + W Wᵀ.
+    diagonal families, ``(mean, prec_diag, prec_lr)`` for DLR (the Bong estimators'
+    ``family="dlr"``, the Variational estimators' ``solver="slang"``), precision Υ + W Wᵀ.
     """
     state = [np.asarray(a, dtype=np.float64) for a in est._state]
     mean = state[0]
-    if est.family == "dlr":
+    if est._posterior_family() == "dlr":
         _, diag, w = state
         prec = np.diag(diag) + w @ w.T
         cov = _spd_inverse(prec)

@@ -140,6 +140,45 @@ def design(X):
     return np.hstack([np.ones((X.shape[0], 1)), X])
 
 
+# ------------------------------------------------------------------- priors
+def slang_prior(name, n_train):
+    """SLANG's prior for data set ``name`` and ``n_train`` training rows.
+
+    Returns ``(prior_w, bias_var, offset)``: the weights' prior variance 1/λ, the bias's
+    :data:`BIAS_VARIANCE`, and the offset −½·log(bias_var)/n that puts −ELBO/n in
+    SLANG's convention (its objective leaves out the bias term's ½ log λ_bias).
+    """
+    return 1.0 / LAMBDA[name], BIAS_VARIANCE, -0.5 * np.log(BIAS_VARIANCE) / n_train
+
+
+def prior_variances(p, prior_w, bias_var):
+    """The prior N(0, diag(bias_var, prior_w, …)) of the P coefficients (bias first) and
+    the bias column's scale c = √(bias_var / prior_w): under the isotropic prior_w, the
+    weight of the column c has prior variance prior_w and the bias c·w has bias_var.
+
+    Returns ``(prior_var (P,), scale)``.
+    """
+    prior_var = np.full(p, prior_w)
+    prior_var[0] = bias_var
+    return prior_var, np.sqrt(bias_var / prior_w)
+
+
+def scale_bias(Xt, scale):
+    """The design ``Xt`` (bias column first) with its bias column multiplied by ``scale``."""
+    Xs = Xt.copy()
+    Xs[:, 0] *= scale
+    return Xs
+
+
+def unscale(gauss, scale):
+    """A Gaussian ``(mean, cov, prec)`` fitted on ``scale_bias(Xt, scale)``, in the
+    original coordinates θ = D θ_fitted with D = diag(scale, 1, …, 1)."""
+    mean, cov, prec = gauss
+    d = np.ones(mean.shape[0])
+    d[0] = scale
+    return d * mean, cov * np.outer(d, d), prec / np.outer(d, d)
+
+
 # ------------------------------------------------------------ Gaussian metrics
 def _linear_predictor(gauss, Xt):
     mean, cov = gauss[0], gauss[1]
@@ -228,21 +267,14 @@ def fit(family, rank, prior_var, Xt, y, seed, scale):
         predictive_samples=2000,
         random_state=seed,
     )
-    Xs = Xt.copy()
-    Xs[:, 0] *= scale
     t0 = time.perf_counter()
-    est.fit(Xs, y)
+    est.fit(scale_bias(Xt, scale), y)
     secs = time.perf_counter() - t0
-    mean, cov, prec = dense_gaussian(est)
-    d = np.ones(mean.shape[0])
-    d[0] = scale  # θ_original = D θ_fitted
-    gauss = (d * mean, cov * np.outer(d, d), prec / np.outer(d, d))
-    return est, gauss, secs
+    return est, unscale(dense_gaussian(est), scale), secs
 
 
 def estimator_log_loss(est, Xt, y, scale, predictive):
-    Xs = Xt.copy()
-    Xs[:, 0] *= scale
+    Xs = scale_bias(Xt, scale)
     est.set_params(predictive=predictive)
     proba = np.clip(est.predict_proba(Xs)[np.arange(len(y)), y], EPS, 1.0)
     return float(-np.mean(np.log(proba)))
@@ -258,10 +290,7 @@ def half_sym_kl(a, b):
 
 def run_split(Xt_tr, y_tr, Xt_te, y_te, prior_w, bias_var, seed, elbo_offset):
     """All families on one split under the prior N(0, diag(bias_var, prior_w, …))."""
-    p = Xt_tr.shape[1]
-    prior_var = np.full(p, prior_w)
-    prior_var[0] = bias_var
-    scale = np.sqrt(bias_var / prior_w)
+    prior_var, scale = prior_variances(Xt_tr.shape[1], prior_w, bias_var)
     out, fitted = {}, {}
     for family, rank in FAMILIES:
         est, gauss, secs = fit(family, rank, prior_w, Xt_tr, y_tr, seed, scale)
@@ -340,8 +369,7 @@ def main():
                 train, test = split(len(y), (tr0, te0), k)
                 Xt_tr, Xt_te = design(X[train]), design(X[test])
                 if prior == "slang":
-                    prior_w, bias_var = 1.0 / LAMBDA[name], BIAS_VARIANCE
-                    offset = -0.5 * np.log(BIAS_VARIANCE) / len(train)
+                    prior_w, bias_var, offset = slang_prior(name, len(train))
                 else:
                     prior_w, _ = validate_prior(Xt_tr, y[train], k)
                     bias_var, offset = prior_w, 0.0
