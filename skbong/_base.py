@@ -21,7 +21,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from . import engine
 from ._guard import _check_not_forked
-from ._posterior import _PREDICT_BLOCKS, PosteriorMixin, _check_model  # noqa: F401
+from ._posterior import PosteriorMixin
 from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
 
 STRUCTURAL = (
@@ -201,12 +201,7 @@ class BongBase(PosteriorMixin, BaseEstimator):
     # --------------------------------------------------------------- checking
     def _validate_all_params(self):
         self._validate_params()
-        sizes = tuple(np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object)).tolist())
-        if any(not isinstance(s, Integral) or isinstance(s, bool) or s < 1 for s in sizes):
-            raise ValueError(
-                f"hidden_layer_sizes must be a tuple of positive integers, got {self.hidden_layer_sizes!r}"
-            )
-        _check_model(self.model)
+        hidden = self._model_params()
         if self.family == "dlr" and self.hessian == "mc_hess":
             raise ValueError(
                 "hessian='mc_hess' is not available with family='dlr': the paper omits MC-HESS for "
@@ -217,7 +212,7 @@ class BongBase(PosteriorMixin, BaseEstimator):
                 f"learning_rate={self.learning_rate} must be in (0, 1] for rule='blr' (the natural "
                 "step is a convex combination of the current and prior precisions)"
             )
-        return tuple(int(s) for s in sizes)
+        return hidden
 
     def _signature(self):
         params = dict(self._param_snapshot())

@@ -8,6 +8,7 @@ on another machine.
 """
 
 import functools
+from numbers import Integral
 
 import jax
 import numpy as np
@@ -89,6 +90,18 @@ class PosteriorMixin:
 
     def _x64(self):
         return jax.enable_x64(self.dtype == "float64")
+
+    def _model_params(self):
+        """Check ``hidden_layer_sizes`` and ``model``; return the layer sizes as a tuple of
+        ints (an int is one layer, as in ``MLPClassifier``)."""
+        sizes = tuple(np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object)).tolist())
+        if any(not isinstance(s, Integral) or isinstance(s, bool) or s < 1 for s in sizes):
+            raise ValueError(
+                "hidden_layer_sizes must be a tuple of positive integers, got "
+                f"{self.hidden_layer_sizes!r}"
+            )
+        _check_model(self.model)
+        return tuple(int(s) for s in sizes)
 
     def _build_model(self, n_features, n_outputs, hidden):
         """The engine model: an MLP from ``hidden_layer_sizes``, or the user's ``model``."""

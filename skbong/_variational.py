@@ -22,7 +22,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from . import engine
 from ._classifier import ClassifierFace
 from ._guard import _check_not_forked
-from ._posterior import PosteriorMixin, _check_model
+from ._posterior import PosteriorMixin
 from ._regressor import RegressorFace
 from .engine import epochs, solvers
 from .exceptions import SkippedRowsWarning
@@ -171,13 +171,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
     # --------------------------------------------------------------- checking
     def _validate_all_params(self):
         self._validate_params()
-        sizes = tuple(np.atleast_1d(np.asarray(self.hidden_layer_sizes, dtype=object)).tolist())
-        if any(not isinstance(s, Integral) or isinstance(s, bool) or s < 1 for s in sizes):
-            raise ValueError(
-                "hidden_layer_sizes must be a tuple of positive integers, got "
-                f"{self.hidden_layer_sizes!r}"
-            )
-        _check_model(self.model)
+        hidden = self._model_params()
         if self.family == "full" and self.solver not in ("vogn", "von"):
             raise ValueError(
                 f"family='full' is available with solver='vogn' or 'von' only; solver="
@@ -185,7 +179,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
                 f"{'diagonal-plus-low-rank' if self.solver == 'slang' else 'diagonal'} "
                 "posterior: leave family='diag'"
             )
-        return tuple(int(s) for s in sizes)
+        return hidden
 
     def _posterior_family(self):
         return "dlr" if self.solver == "slang" else self.family
