@@ -100,3 +100,43 @@ def test_user_model_equals_the_builtin_mlp(monkeypatch):
     user = BongRegressor(model=(_mlp_init, _mlp_apply), **common).fit(X, y)
     np.testing.assert_allclose(user.posterior_mean_, builtin.posterior_mean_, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(user.posterior_var_, builtin.posterior_var_, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "hidden, activation, fit_intercept, likelihood",
+    [
+        ((), "identity", True, "gaussian"),
+        ((), "identity", False, "bernoulli"),
+        ((5,), "tanh", True, "categorical"),
+        ((4, 3), "relu", True, "gaussian"),
+    ],
+)
+def test_mlp_grad_moments_equal_per_row_gradients(hidden, activation, fit_intercept, likelihood):
+    """The MLP's Goodfellow-trick moments against per-row gradients taken one row at a
+    time by autodiff (rows of different weights, one of them padding). A wrong layer
+    input, a missing square, an unweighted bias or a flat layout out of order fails."""
+    with jax.enable_x64(True):
+        n_out = {"gaussian": 2, "bernoulli": 1, "categorical": 3}[likelihood]
+        model = E.MLP(3, n_out, hidden, activation, fit_intercept)
+        rng = np.random.default_rng(0)
+        theta = jnp.asarray(rng.normal(size=model.n_params()))
+        x = jnp.asarray(rng.normal(size=(6, 3)))
+        if likelihood == "gaussian":
+            y = jnp.asarray(rng.normal(size=(6, n_out)))
+        else:
+            y = jnp.asarray(np.eye(max(n_out, 2))[rng.integers(0, max(n_out, 2), 6)][:, -n_out:])
+        w = jnp.asarray([1.0, 2.0, 0.5, 0.0, 1.0, 3.0])
+        lik = E.likelihoods.LIKELIHOODS[likelihood]
+
+        def row_log_lik(f):
+            return jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, 0.7)
+
+        values, first, second = model.grad_moments(theta, x, row_log_lik, w)
+
+        def one(i):
+            return lambda th: row_log_lik(model.apply(th, x))[i]
+
+        grads = np.stack([np.asarray(jax.grad(one(i))(theta)) for i in range(6)])
+        np.testing.assert_allclose(values, row_log_lik(model.apply(theta, x)), rtol=1e-13)
+        np.testing.assert_allclose(first, np.asarray(w) @ grads, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(second, np.asarray(w) @ grads**2, rtol=1e-12, atol=1e-13)

@@ -611,6 +611,37 @@ def test_run_epoch_padded_last_batch():
     _close(nll, total, what="nll")
 
 
+def test_run_epoch_noise_chunks(monkeypatch):
+    # The draws are made a chunk of steps at a time; with the budget cut to two steps'
+    # draws, an epoch of 5 steps runs as 3 chunks of 2 with one padding step, which must
+    # change nothing: every real step still uses fold_in(key, t) and the padding step is
+    # neither applied, nor counted as refused, nor added to the loss.
+    n, size, t0 = 20, 4, 3
+    assert epochs.noise_chunks(5, 7) == (5, 1)
+    assert epochs.noise_chunks(5, epochs.NOISE_BUDGET // 2) == (2, 3)
+    assert epochs.noise_chunks(7, epochs.NOISE_BUDGET // 3) == (3, 3)
+    with jax.enable_x64(True):
+        cfg, hyper, x, y, w, mean0 = _epoch_setup("vadam", n, size, 24)
+        key = jax.random.PRNGKey(6)
+        state0 = epochs.init_state(cfg, mean0, hyper)
+        monkeypatch.setattr(epochs, "NOISE_BUDGET", 2 * cfg.mc_samples * P)
+        epochs.run_epoch.clear_cache()
+        try:
+            state, nll, _, bad = epochs.run_epoch(
+                cfg, state0, t0, x, y, w, hyper, key, shuffle=False
+            )
+        finally:
+            epochs.run_epoch.clear_cache()
+        manual, total = state0, 0.0
+        for k in range(n // size):
+            rows = slice(k * size, (k + 1) * size)
+            manual, nll_t = _manual_step(cfg, manual, x[rows], y[rows], w[rows], hyper, key, t0 + k)
+            total += float(nll_t)
+    assert int(bad) == 0
+    _check_trees(state, manual, "state")
+    _close(nll, total, what="nll")
+
+
 @pytest.mark.parametrize("fault", ["negative-precision", "indefinite-precision", "infinite-rate"])
 def test_invalid_step_not_applied(fault):
     # negative-precision: VON-diag on logistic regression with β = 2 from Λ₀ = 1e3 I:

@@ -3,7 +3,8 @@ mini-batches of a fixed data set.
 
 An epoch draws a permutation of the N rows, pads it to T = ⌈N / M⌉ mini-batches of M
 with an index to a zero-weight row, and runs T steps of the solver
-(:mod:`.solvers`), each from S fresh samples of q. A step whose result is not valid
+(:mod:`.solvers`), each from S fresh samples of q: step t's standard-normal draws come
+from ``fold_in(key, t)``, generated a chunk of steps at a time (:func:`noise_chunks`). A step whose result is not valid
 (non-finite, or a non-positive precision) is not applied: the state stays as before it
 and the step is counted. Everything real-valued is traced (:class:`~.solvers.BatchHyper`),
 so a grid over the prior, the rates or the noise reuses one program per data shape.
@@ -57,38 +58,66 @@ def run_epoch(config, state, t0, x, y, w, hyper, key, shuffle=True, learn_noise=
     n_bad : int
         Steps not applied (invalid result).
     """
-    n, size = x.shape[0], config.batch_size
+    n, size, s = x.shape[0], config.batch_size, config.mc_samples
     n_steps = -(-n // size)
+    n_params = jax.tree_util.tree_leaves(state)[0].shape[0]
+    chunk, n_chunks = noise_chunks(n_steps, s * n_params)
+    total = chunk * n_chunks  # steps past n_steps are padding: computed, never applied
     solver = solvers.solver(config)
     order = (
         jax.random.permutation(jax.random.fold_in(jax.random.fold_in(key, 0x7FFFFFFF), t0), n)
         if shuffle
         else jnp.arange(n)
     )
-    order = jnp.concatenate([order, jnp.full((n_steps * size - n,), n, order.dtype)])
+    order = jnp.concatenate([order, jnp.full((total * size - n,), n, order.dtype)])
+    real = (jnp.arange(total) < n_steps).reshape(n_chunks, chunk)
     xp = jnp.concatenate([x, jnp.zeros((1,) + x.shape[1:], x.dtype)])
     yp = jnp.concatenate([y, jnp.zeros((1,) + y.shape[1:], y.dtype)])
     wp = jnp.concatenate([w, jnp.zeros((1,), w.dtype)])
-    n_params = jax.tree_util.tree_leaves(state)[0].shape[0]
 
-    def body(carry, idx):
+    def draw(t):
+        return jax.random.normal(jax.random.fold_in(key, t), (s, n_params), x.dtype)
+
+    def body(carry, inputs):
         state, t, nll, sq, bad = carry
+        idx, is_real, eps = inputs
         xb, yb, wb = xp[idx], yp[idx], wp[idx]
-        eps = jax.random.normal(jax.random.fold_in(key, t), (config.mc_samples, n_params), x.dtype)
         thetas = solver.sample(state, hyper, eps)
         new, nll_t = solver.step(config, state, thetas, eps, xb, yb, wb, hyper, t)
         ok = solvers.is_valid(new, hyper)
         if learn_noise:
             f = jax.vmap(config.model.apply, in_axes=(0, None))(thetas, xb)  # (S, M, C)
             sq_t = jnp.mean(jnp.einsum("smc,m->sc", (yb - f) ** 2, wb), axis=0)
-            sq = sq + sq_t
-        state = _select(ok, new, state)
-        return (state, t + 1, nll + nll_t, sq, bad + (~ok).astype(jnp.int32)), None
+            sq = sq + jnp.where(is_real, sq_t, 0.0)
+        state = _select(ok & is_real, new, state)
+        nll = nll + jnp.where(is_real, nll_t, 0.0)
+        bad = bad + (~ok & is_real).astype(jnp.int32)
+        return (state, t + 1, nll, sq, bad), None
+
+    def chunk_body(carry, inputs):
+        # the chunk's draws in one vectorised call: a step's own fold_in(key, t) drawn
+        # inside the scan costs about ten times as much on the CPU
+        eps = jax.vmap(draw)(carry[1] + jnp.arange(chunk))
+        return jax.lax.scan(body, carry, inputs + (eps,))
 
     zero = jnp.zeros((), x.dtype)
     carry = (state, jnp.asarray(t0, jnp.int32), zero, jnp.zeros(y.shape[1:], x.dtype), 0)
-    (state, _, nll, sq, bad), _ = jax.lax.scan(body, carry, order.reshape(n_steps, size))
+    steps = (order.reshape(n_chunks, chunk, size), real)
+    (state, _, nll, sq, bad), _ = jax.lax.scan(chunk_body, carry, steps)
     return state, nll, sq, bad
+
+
+NOISE_BUDGET = 1 << 22
+"""Most standard-normal draws held at once by :func:`run_epoch` (16 MiB in float32)."""
+
+
+def noise_chunks(n_steps, per_step):
+    """(steps per chunk, chunks) for an epoch of ``n_steps`` steps of ``per_step`` draws:
+    chunks as even as possible, each within :data:`NOISE_BUDGET`, padding fewer steps
+    than there are chunks."""
+    most = max(1, min(n_steps, NOISE_BUDGET // max(per_step, 1)))
+    n_chunks = -(-n_steps // most)
+    return -(-n_steps // n_chunks), n_chunks
 
 
 @partial(jax.jit, static_argnames=("config",))

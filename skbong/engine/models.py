@@ -44,14 +44,23 @@ def _mlp_init(key, sizes, fit_intercept, dtype):
     return params
 
 
-def _mlp_apply(params, x, activation):
+def _mlp_forward(params, x, activation, shifts=None):
+    """Outputs, and the input of every layer; ``shifts`` (one (n, width) array per layer)
+    are added to the pre-activations, so that their gradient is the per-row δ."""
     act = ACTIVATIONS[activation]
-    h = x
+    h, inputs = x, []
     for i, layer in enumerate(params):
+        inputs.append(h)
         h = h @ layer[0] + (layer[1] if len(layer) > 1 else 0.0)
+        if shifts is not None:
+            h = h + shifts[i]
         if i < len(params) - 1:
             h = act(h)
-    return h
+    return h, inputs
+
+
+def _mlp_apply(params, x, activation):
+    return _mlp_forward(params, x, activation)[0]
 
 
 def _unraveler(model, dtype):
@@ -106,6 +115,33 @@ class MLP:
     def apply(self, theta, x):
         """Outputs ``(n, C)`` for a flat parameter vector and inputs ``(n, d)``."""
         return _mlp_apply(_unraveler(self, theta.dtype)(theta), x, self.activation)
+
+    def grad_moments(self, theta, x, row_log_lik, w):
+        """Per-row values ℓᵢ = ``row_log_lik(f(X, θ))`` (n,) and the weighted first and
+        second moments of their gradients gᵢ = ∇θ ℓᵢ, Σᵢ wᵢ gᵢ and Σᵢ wᵢ gᵢ ∘ gᵢ (P,),
+        without forming the n per-row gradients.
+
+        A dense layer's gᵢ is the outer product of its input aᵢ and the gradient δᵢ of
+        ℓᵢ at its pre-activation, so Σᵢ wᵢ gᵢ ∘ gᵢ = (a ∘ a)ᵀ (w δ ∘ δ) (Goodfellow,
+        2015, "Efficient per-example gradient computations"): one backward pass and one
+        more product per layer, where per-row gradients cost n backward passes.
+        """
+        params = _unraveler(self, theta.dtype)(theta)
+
+        def total(shifts):
+            out, inputs = _mlp_forward(params, x, self.activation, shifts)
+            values = row_log_lik(out)
+            return jnp.sum(values), (values, inputs)
+
+        shifts = [jnp.zeros((x.shape[0], layer[0].shape[1]), theta.dtype) for layer in params]
+        deltas, (values, inputs) = jax.grad(total, has_aux=True)(shifts)
+        first, second = [], []
+        for a, d, layer in zip(inputs, deltas, params):
+            wd, wdd = w[:, None] * d, w[:, None] * d * d
+            bias = len(layer) > 1
+            first.append((a.T @ wd,) + ((jnp.sum(wd, axis=0),) if bias else ()))
+            second.append(((a * a).T @ wdd,) + ((jnp.sum(wdd, axis=0),) if bias else ()))
+        return values, ravel_pytree(first)[0], ravel_pytree(second)[0]
 
     def prior_variances(self, prior_var, output_bias_var):
         """Prior variance of each parameter, (P,) float64, for ``prior_variance`` σ₀².

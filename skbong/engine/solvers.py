@@ -231,6 +231,22 @@ def sample_grads(config, thetas, x, y, obs_var):
     return jax.vmap(row_grads, in_axes=(None, 0, None, None, None))(config, thetas, x, y, obs_var)
 
 
+def grad_moments(config, theta, x, y, w, obs_var):
+    """log p(yᵢ | xᵢ, θ) (M,), Σᵢ wᵢ gᵢ and Σᵢ wᵢ gᵢ ∘ gᵢ (P,): what the diagonal
+    empirical Fisher needs. The model's own ``grad_moments`` when it has one (the MLP:
+    no per-row gradients), else from :func:`row_grads`."""
+    fast = getattr(config.model, "grad_moments", None)
+    if fast is not None:
+        lik = LIKELIHOODS[config.likelihood]
+
+        def row_log_lik(f):
+            return jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, obs_var)
+
+        return fast(theta, x, row_log_lik, w)
+    logp, grads = row_grads(config, theta, x, y, obs_var)
+    return logp, w @ grads, w @ (grads * grads)
+
+
 def sample_mean_grads(config, thetas, x, y, w, obs_var):
     """Σᵢ wᵢ log p(yᵢ | θₛ) and its gradient at every sample, (S,) and (S, P): one backward
     pass of the summed mini-batch term per sample (what Vprop, Vadam and IVON need;
@@ -315,12 +331,20 @@ def _ng_sample(state, hyper, eps):
 def _ng_step(config, state, thetas, eps, x, y, w, hyper, t):
     """VOGN (eqs. 9–10) / VON (eqs. 7–8): Λ' = (1−β)Λ + β(Ĝ + λ), μ' = μ − αΛ'⁻¹(ĝ + λμ)."""
     alpha, beta = rates(hyper, t)
-    logp, grads = sample_grads(config, thetas, x, y, hyper.obs_var)
-    g = total_gradient(grads, w, hyper.n_data)
     dense = state.prec.ndim == 2
+    if config.solver == "vogn" and config.curvature == "ef" and not dense:
+        # the diagonal of the per-example Fisher from the gradients' second moment
+        logp, first, second = jax.vmap(grad_moments, in_axes=(None, 0, None, None, None, None))(
+            config, thetas, x, y, w, hyper.obs_var
+        )
+        scale = hyper.n_data / _real_rows(w)
+        g, curv = -scale * jnp.mean(first, axis=0), scale * jnp.mean(second, axis=0)
+    else:
+        logp, grads = sample_grads(config, thetas, x, y, hyper.obs_var)
+        g = total_gradient(grads, w, hyper.n_data)
     if config.solver == "von":
         curv = hessian(config, thetas, x, y, w, hyper.obs_var, hyper.n_data, dense)
-    else:
+    elif dense or config.curvature == "ggn":
         rows = curvature_rows(config, thetas, grads, x, w, hyper.obs_var, hyper.n_data)
         curv = rows.T @ rows if dense else jnp.sum(rows * rows, axis=0)
     lam = jnp.diag(hyper.prior_prec) if dense else hyper.prior_prec
