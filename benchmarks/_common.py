@@ -212,3 +212,17 @@ class Tee:
 
     def text(self):
         return "".join(self.parts)
+
+
+def expected_calibration_error(proba, y, n_bins=15):
+    """ECE of the top-class confidence (Guo et al. 2017): ``n_bins`` equal-width bins
+    ((b−1)/B, b/B] of [0, 1], Σ_b (n_b / n) |accuracy_b − mean confidence_b|."""
+    conf = proba.max(axis=1)
+    correct = proba.argmax(axis=1) == y
+    bins = np.clip(np.ceil(conf * n_bins).astype(int) - 1, 0, n_bins - 1)
+    ece = 0.0
+    for b in range(n_bins):
+        sel = bins == b
+        if sel.any():
+            ece += sel.mean() * abs(correct[sel].mean() - conf[sel].mean())
+    return float(ece)

@@ -58,6 +58,8 @@ from sklearn.preprocessing import StandardScaler
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, os.environ.get("SKBONG_SRC", str(REPO)))
 
+from _common import expected_calibration_error  # noqa: E402
+
 import skbong  # noqa: E402
 from skbong import BongClassifier  # noqa: E402
 
@@ -84,19 +86,6 @@ class Tee:
 def log_loss(logp, y):
     """Mean negative log probability of the true class (nats)."""
     return float(-np.mean(logp[np.arange(len(y)), y]))
-
-
-def expected_calibration_error(proba, y, n_bins=N_BINS):
-    """ECE of the top-class confidence over ``n_bins`` equal-width bins (lo, hi] of [0, 1]."""
-    conf = proba.max(axis=1)
-    correct = proba.argmax(axis=1) == y
-    bins = np.clip(np.ceil(conf * n_bins).astype(int) - 1, 0, n_bins - 1)
-    ece = 0.0
-    for b in range(n_bins):
-        sel = bins == b
-        if sel.any():
-            ece += sel.mean() * abs(correct[sel].mean() - conf[sel].mean())
-    return float(ece)
 
 
 def timed(fn, *args):
