@@ -67,15 +67,21 @@ import os
 # One BLAS thread: see "Time" above. Set before numpy / jax load OpenBLAS.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import multiprocessing  # noqa: E402
-import resource  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _shared import REPO, dense_gaussian, header, parser, pm, table, write_json  # noqa: E402
+from _shared import (  # noqa: E402
+    REPO,
+    dense_gaussian,
+    header,
+    parser,
+    pm,
+    run_tasks,
+    table,
+    write_json,
+)
 from libsvm_logreg import (  # noqa: E402
     LAMBDA,
     SLANG_TABLE1,
@@ -400,19 +406,8 @@ def run(args):
          "every": args.check_every if k == 0 else None}
         for k in range(n_splits) for name in args.datasets
     ]
-    t0, load0 = time.perf_counter(), os.getloadavg()
-    if args.jobs > 1:
-        ctx = multiprocessing.get_context("spawn")  # JAX is not fork-safe
-        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
-            done = list(pool.map(run_task, tasks))
-    else:
-        done = [run_task(t) for t in tasks]
-    wall = time.perf_counter() - t0
-    cpu = sum(
-        getattr(resource.getrusage(who), f)
-        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-        for f in ("ru_utime", "ru_stime")
-    )
+    load0 = os.getloadavg()
+    done, wall, cpu = run_tasks(run_task, tasks, args.jobs)
     results, summaries = {}, {}
     main_runs = sorted((d for d in done if d["kind"] == "main"), key=lambda d: d["split"])
     for name in args.datasets:
