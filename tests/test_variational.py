@@ -93,9 +93,10 @@ def test_full_batch_natural_step_reaches_exact_precision(linear_data, solver, cu
     np.testing.assert_allclose(std**2, np.einsum("np,pq,nq->n", H, cov, H) + 0.25, rtol=1e-10)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # runs max_iter
 def test_vogn_converges_to_exact_posterior_mean(linear_data):
     """VOGN-GGN with decaying rates (the papers' schedule) on mini-batches approaches the
-    exact posterior mean; the learned noise reaches the residual variance."""
+    exact posterior mean (within 0.3 posterior standard deviations per coefficient)."""
     X, y = linear_data
     mean, cov = _exact_posterior(X, y, prior_var=1.0, obs_var=0.25)
     reg = VariationalRegressor(
