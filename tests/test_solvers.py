@@ -569,6 +569,16 @@ def _manual_step(cfg, state, x, y, w, hyper, key, t):
     return _solver_step(cfg, state, thetas, eps, x, y, w, hyper, t)
 
 
+def _manual_epoch(cfg, state, x, y, w, hyper, key, t0, batches):
+    """The steps of an epoch one by one (step t0 + k on the rows ``batches[k]``): the final
+    state and the summed mini-batch NLL."""
+    total = 0.0
+    for k, rows in enumerate(batches):
+        state, nll_t = _manual_step(cfg, state, x[rows], y[rows], w[rows], hyper, key, t0 + k)
+        total += float(nll_t)
+    return state, total
+
+
 def _check_trees(actual, expected, what):
     for a, b in zip(jax.tree_util.tree_leaves(actual), jax.tree_util.tree_leaves(expected)):
         _close(a, b, what=what)
@@ -582,11 +592,8 @@ def test_run_epoch_matches_manual_steps():
         key = jax.random.PRNGKey(3)
         state0 = epochs.init_state(cfg, mean0, hyper)
         state, nll, _, bad = epochs.run_epoch(cfg, state0, t0, x, y, w, hyper, key, shuffle=False)
-        manual, total = state0, 0.0
-        for k in range(n // size):
-            rows = slice(k * size, (k + 1) * size)
-            manual, nll_t = _manual_step(cfg, manual, x[rows], y[rows], w[rows], hyper, key, t0 + k)
-            total += float(nll_t)
+        batches = [slice(k * size, (k + 1) * size) for k in range(n // size)]
+        manual, total = _manual_epoch(cfg, state0, x, y, w, hyper, key, t0, batches)
     assert int(bad) == 0
     _check_trees(state, manual, "state")
     _close(nll, total, what="nll")
@@ -602,10 +609,8 @@ def test_run_epoch_padded_last_batch():
         key = jax.random.PRNGKey(4)
         state0 = epochs.init_state(cfg, mean0, hyper)
         state, nll, _, bad = epochs.run_epoch(cfg, state0, t0, x, y, w, hyper, key, shuffle=False)
-        manual, total = state0, 0.0
-        for k, rows in enumerate([slice(0, 4), slice(4, 8), slice(8, 10)]):
-            manual, nll_t = _manual_step(cfg, manual, x[rows], y[rows], w[rows], hyper, key, t0 + k)
-            total += float(nll_t)
+        batches = [slice(0, 4), slice(4, 8), slice(8, 10)]
+        manual, total = _manual_epoch(cfg, state0, x, y, w, hyper, key, t0, batches)
     assert int(bad) == 0
     _check_trees(state, manual, "state")
     _close(nll, total, what="nll")
@@ -632,11 +637,8 @@ def test_run_epoch_noise_chunks(monkeypatch):
             )
         finally:
             epochs.run_epoch.clear_cache()
-        manual, total = state0, 0.0
-        for k in range(n // size):
-            rows = slice(k * size, (k + 1) * size)
-            manual, nll_t = _manual_step(cfg, manual, x[rows], y[rows], w[rows], hyper, key, t0 + k)
-            total += float(nll_t)
+        batches = [slice(k * size, (k + 1) * size) for k in range(n // size)]
+        manual, total = _manual_epoch(cfg, state0, x, y, w, hyper, key, t0, batches)
     assert int(bad) == 0
     _check_trees(state, manual, "state")
     _close(nll, total, what="nll")
