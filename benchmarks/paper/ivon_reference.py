@@ -398,6 +398,22 @@ def ivon_predict(net, opt, X, n_samples):
 
 
 # -------------------------------------------------------------- comparison
+def learner_record(mc, plugin, fit_seconds, hess, sd):
+    """One learner's scores ((NLL, accuracy) of the MC and plugin predictives), fit time,
+    Hessian summary and median posterior standard deviation."""
+    return {
+        "nll_mc": mc[0],
+        "acc_mc": mc[1],
+        "nll_plugin": plugin[0],
+        "acc_plugin": plugin[1],
+        "fit_seconds": fit_seconds,
+        "hess_mean": float(hess.mean()),
+        "hess_min": float(hess.min()),
+        "hess_max": float(hess.max()),
+        "posterior_sd_median": float(np.median(sd)),
+    }
+
+
 def run_seed(cfg, seed, data_dir, n_epochs, same_noise):
     X_tr, y_tr, X_te, y_te = load(cfg, data_dir, seed)
     n = X_tr.shape[0]
@@ -415,46 +431,17 @@ def run_seed(cfg, seed, data_dir, n_epochs, same_noise):
     iv_mc, iv_plugin = scores(iv_mc_p, y_te), scores(iv_plugin_p, y_te)
     sk_h = np.asarray(est._solver_state[2], np.float64)
     iv_h = ivon_hess(opt)
+    decay = np.concatenate([np.full(math.prod(p["shape"]), p["weight_decay"]) for p in layout])
     out = {
         "seed": seed,
         "n_train": n,
         "n_test": len(y_te),
         "skbong": {
-            "nll_mc": sk_mc[0],
-            "acc_mc": sk_mc[1],
-            "nll_plugin": sk_plugin[0],
-            "acc_plugin": sk_plugin[1],
-            "fit_seconds": sk_fit,
-            "hess_mean": float(sk_h.mean()),
-            "hess_min": float(sk_h.min()),
-            "hess_max": float(sk_h.max()),
-            "posterior_sd_median": float(np.median(np.sqrt(est.posterior_var_))),
+            **learner_record(sk_mc, sk_plugin, sk_fit, sk_h, np.sqrt(est.posterior_var_)),
             "skipped_steps": int(est.n_skipped_steps_),
         },
-        "ivon_opt": {
-            "nll_mc": iv_mc[0],
-            "acc_mc": iv_mc[1],
-            "nll_plugin": iv_plugin[0],
-            "acc_plugin": iv_plugin[1],
-            "fit_seconds": iv_fit,
-            "hess_mean": float(iv_h.mean()),
-            "hess_min": float(iv_h.min()),
-            "hess_max": float(iv_h.max()),
-            "posterior_sd_median": float(
-                np.median(
-                    1.0
-                    / np.sqrt(
-                        n
-                        * (
-                            iv_h
-                            + np.concatenate(
-                                [np.full(math.prod(p["shape"]), p["weight_decay"]) for p in layout]
-                            )
-                        )
-                    )
-                )
-            ),
-        },
+        # ivon-opt's posterior: N(μ, 1 / (ess (h + δ)))
+        "ivon_opt": learner_record(iv_mc, iv_plugin, iv_fit, iv_h, 1.0 / np.sqrt(n * (iv_h + decay))),
         "layout": [{**p, "shape": list(p["shape"])} for p in layout],
     }
     if same_noise:
