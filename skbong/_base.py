@@ -242,6 +242,7 @@ class BongBase(PosteriorMixin, BaseEstimator):
             backtrack=int(self.backtrack),
             dynamic=bool(self.drift != 1.0 or self.process_noise != 0.0),
             learn_noise=self._learns_noise(),
+            noise_discount=self._noise_discount(model) if self._learns_noise() else 1.0,
             evidence=self._is_bank(),
         )
 
@@ -252,6 +253,10 @@ class BongBase(PosteriorMixin, BaseEstimator):
     def _learns_noise(self):
         """Whether the Gaussian noise variance is learned online (regressor hook)."""
         return False
+
+    def _noise_discount(self, model):
+        """δ of the learned noise for this engine model (regressor hook)."""
+        return 1.0
 
     def _prior_variances(self, config, stationary=False):
         """Prior variance of every parameter, (P,) numpy in float64 (the model's fan-in

@@ -321,6 +321,15 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         observations); the update uses b / a and the predictive is a Student-t.
         A float fixes R for all outputs. ``set_params`` after a fit takes effect from
         the next update (switching to ``"auto"`` starts from the value in use).
+    noise_discount : float in (0, 1] or "auto", default="auto"
+        Discount δ of the learned noise's old evidence at each update (West & Harrison's
+        variance discounting; used only with ``obs_variance="auto"``): the noise
+        estimate then follows about the last 1 / (1 − δ) rows. 1 keeps everything, the
+        exact normal–inverse-gamma posterior. ``"auto"`` is 1 for the linear model and
+        0.99 for networks, whose residuals shrink while they learn (on the UCI sets,
+        one pass, 20 splits, this lowers the test NLL on all 7 and brings the 90 %
+        intervals closer to 90 %; see :ref:`defaults`). ``set_params`` after a fit
+        takes effect from the next update.
     drift : float in (0, 1], default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update; 1 is a
         static model.
@@ -394,6 +403,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
     _parameter_constraints = {
         **BongBase._parameter_constraints,
         "obs_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
+        "noise_discount": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
     }
     def __init__(
         self,
@@ -412,6 +422,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         backtrack=0,
         prior_variance=1.0,
         obs_variance="auto",
+        noise_discount="auto",
         drift=1.0,
         process_noise=0.0,
         batch_size=1,
@@ -447,9 +458,16 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
             verbose=verbose,
         )
         self.obs_variance = obs_variance
+        self.noise_discount = noise_discount
 
     def _learns_noise(self):
         return isinstance(self.obs_variance, str)  # "auto"
+
+    def _noise_discount(self, model):
+        if not isinstance(self.noise_discount, str):
+            return float(self.noise_discount)
+        linear = isinstance(model, engine.models.MLP) and not model.hidden
+        return 1.0 if linear else engine.noise.NETWORK_DISCOUNT
 
     def _obs_variance_in_use(self, Y, first):
         """The noise variance R of this call's update, (C,) float64: a fixed value, or the

@@ -136,6 +136,56 @@ def test_fixed_noise_and_switching():
     np.testing.assert_array_equal(est.obs_variance_, [0.5])
 
 
+def discounted_nig(X, y, delta, prior_var=PRIOR_VAR, a0=1.0, b0=1.0):
+    """West & Harrison's discounted NIG filter, row by row (their section 10.8): the
+    unit-noise Kalman step of (μ, V) and a ← δ a + 1/2, b ← δ b + e² / (2 (hᵀVh + 1))."""
+    H = np.column_stack([X, np.ones(len(y))])
+    V = np.diag(np.r_[np.full(X.shape[1], prior_var), OUTPUT_BIAS_VARIANCE])
+    mean, a, b = np.zeros(H.shape[1]), a0, b0
+    for h, t in zip(H, y):
+        e, s = t - h @ mean, h @ V @ h + 1.0
+        gain = V @ h / s
+        mean, V = mean + gain * e, V - np.outer(gain, V @ h)
+        a, b = delta * a + 0.5, delta * b + 0.5 * e * e / s
+    return mean, V, a, b
+
+
+@pytest.mark.parametrize("delta", [1.0, 0.9])
+def test_discounted_noise_equals_west_harrison(delta):
+    # δ = 1 must also equal the batch closed form: the sequential oracle is checked too
+    X, y = _data(seed=9)
+    mean, V, a, b = discounted_nig(X, y, delta)
+    if delta == 1.0:
+        ref = nig_posterior(X, y)
+        np.testing.assert_allclose([a, b], ref[2:], rtol=RTOL)
+    est = _reg(noise_discount=delta).fit(X, y)
+    np.testing.assert_allclose(est.coef_, mean[:-1], rtol=RTOL, atol=1e-12)
+    np.testing.assert_allclose(est.obs_variance_, [b / a], rtol=RTOL)
+    np.testing.assert_allclose(est.noise_dof_, [2 * a], rtol=RTOL)
+    np.testing.assert_allclose(est.posterior_var_, b / a * np.diag(V), rtol=RTOL)
+
+
+def test_noise_discount_auto_and_set_params():
+    X, y = _data(seed=10)
+    n = len(y)
+
+    def dof(delta):  # 2a after n rows from a₀ = 1: a ← δ a + 1/2
+        return 2 * (delta**n + 0.5 * sum(delta**k for k in range(n)))
+
+    lin = _reg().fit(X, y)  # "auto" is the exact NIG (δ = 1) for the linear model
+    np.testing.assert_allclose(lin.noise_dof_, [dof(1.0)], rtol=RTOL)
+    net = _reg(family="diag", hidden_layer_sizes=(3,)).fit(X, y)  # networks: δ = 0.99
+    np.testing.assert_allclose(net.noise_dof_, [dof(0.99)], rtol=RTOL)
+    net = _reg(family="diag", hidden_layer_sizes=(3,), noise_discount=1.0).fit(X, y)
+    np.testing.assert_allclose(net.noise_dof_, [dof(1.0)], rtol=RTOL)
+    # changed after a fit: used from the next update (a = δ a + 1/2 for that row)
+    dof = lin.noise_dof_[0]
+    lin.set_params(noise_discount=0.5).partial_fit(X[:1], y[:1])
+    np.testing.assert_allclose(lin.noise_dof_, [0.5 * dof + 1.0], rtol=RTOL)
+    with pytest.raises(ValueError, match="noise_discount"):
+        _reg(noise_discount=1.5).fit(X, y)
+
+
 def test_sample_y_integrates_the_noise():
     X, y = _data(n=6, seed=8)
     est = _reg().fit(X, y)

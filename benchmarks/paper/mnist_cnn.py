@@ -20,6 +20,14 @@ seeded random order, are streamed once, one image per update, through
   and the private ``_state`` of the fitted estimator read; the reason is cost only (about
   7× fewer network passes at S = 100). Draws are independent per image instead of shared
   across images, which leaves each image's predictive unchanged.
+* on the same images and samples, the BONG authors' "Lin-MC" as their evaluation code
+  computes it (``bong/experiments/mnist_clf.py``): the S linearised logits are
+  *averaged*, then the softmax taken. Since E[f_s] = f(x, μ), that tends to the plugin
+  predictive as S grows; the mixture above is the posterior predictive the paper's
+  footnote 2 defines (average the probabilities);
+* the mean logit variance tr(J Σ Jᵀ) / C over those images, and for dlr its diagonal
+  term tr(J Υ⁻¹ Jᵀ) / C, the variance left outside the rank-R directions (the total is
+  that minus what the low-rank part removes).
 
 Runtime is the wall time of the ``partial_fit`` calls only (scoring excluded), and the
 first call, which includes compilation, is reported separately.
@@ -34,6 +42,9 @@ optimisation on a validation set and does not list the values; here a small grid
 searched on a short stream (``--tune-steps`` images, default 250) scored by the plugin
 NLPD on 1,000 held-out training images (indices 50,000–50,999), with the cheap LIN-EF
 estimator, and the chosen values are used for every estimator of that rule and family.
+``--tune self`` chooses σ₀² for each BONG configuration with the configuration itself
+over (0.003, …, 1), scored by the plugin NLPD; ``--tune self-linmc`` scores the same grid
+by the validation Lin-MC (mixture) NLPD, i.e. tunes for the predictive that will be used.
 MC-EF uses M = ``--mc-samples`` samples (paper: 100) and BLR/BBB ``--n-iter`` inner
 steps (the paper's code default: 10).
 
@@ -145,6 +156,7 @@ GROUPS = {"headline": HEADLINE, "fig1": FIG1, "fig2": FIG2, "all": FIG1 + FIG2}
 
 PRIOR_GRID = (0.003, 0.01, 0.03, 0.1)
 PRIOR_GRID_MC = (0.0001, 0.0003, 0.001, 0.003, 0.01)
+PRIOR_GRID_SELF = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)  # --tune self: each config on its own
 LR_GRID = {"bog": (0.001, 0.01, 0.1), "blr": (0.1, 0.5), "bbb": (0.001, 0.01, 0.1)}
 
 
@@ -183,6 +195,9 @@ def plugin_scores(est, X, y):
 
 @partial(jax.jit, static_argnames=("family", "n_samples"))
 def _linmc_block(family, state, x, y, key, n_samples):
+    """Per image: log p(y) of the mixture Lin-MC and of the authors' logit-averaged Lin-MC,
+    their argmax predictions, tr(J Σ Jᵀ) / C and, for dlr, tr(J Υ⁻¹ Jᵀ) / C (the diagonal
+    term alone: the logit variance the rank-R directions leave)."""
     config = engine.Config(MODEL, "categorical", family)
     f, jac = output_jacobians(config, state.mean, x)  # (b, C), (b, C, P)
     cov = FAMILIES[family].output_cov(state, jac)  # J Σ Jᵀ, (b, C, C)
@@ -192,27 +207,44 @@ def _linmc_block(family, state, x, y, key, n_samples):
     logits = f[None] + jnp.einsum("bcd,sbd->sbc", root, eps)
     logp = jax.nn.log_softmax(logits, axis=-1)
     mix = jax.nn.logsumexp(logp, axis=0) - jnp.log(float(n_samples))  # (b, C)
-    return jnp.take_along_axis(mix, y[:, None], axis=1)[:, 0], jnp.argmax(mix, axis=1)
+    # the BONG authors' evaluation averages the S linearised logits, then takes the softmax
+    # (bong/experiments/mnist_clf.py); E[f_s] = f(x, μ), so it tends to the plugin as S grows
+    avg = jax.nn.log_softmax(jnp.mean(logits, axis=0), axis=-1)
+    n_out = f.shape[-1]
+    var = jnp.trace(cov, axis1=1, axis2=2) / n_out
+    if family == "dlr":
+        var_diag = jnp.einsum("ncp,p,ncp->n", jac, 1.0 / state.prec_diag, jac) / n_out
+    else:
+        var_diag = var
+
+    def pick(lp):
+        return jnp.take_along_axis(lp, y[:, None], axis=1)[:, 0]
+
+    return pick(mix), jnp.argmax(mix, axis=1), pick(avg), jnp.argmax(avg, axis=1), var, var_diag
 
 
 def linmc_scores(est, X, y, n_samples, seed, block=100):
-    """Lin-MC NLPD and misclassification, sampled in output space (see module docstring)."""
+    """Lin-MC scores, sampled in output space (see module docstring): NLPD and
+    misclassification of the mixture and of the logit-averaged predictive, and the mean
+    logit variance (total, and the diagonal term's)."""
     cls = engine.DLRState if est.family == "dlr" else engine.MeanCov
     state = cls(*(jnp.asarray(a) for a in est._state))
     key = jax.random.PRNGKey(seed)
-    logp, pred = [], []
+    parts = []
     for start in range(0, len(y), block):
         xb, yb = X[start : start + block], y[start : start + block]
         n = len(yb)
         if n < block:  # pad to one compiled shape
             xb = np.concatenate([xb, np.zeros((block - n, xb.shape[1]), xb.dtype)])
             yb = np.concatenate([yb, np.zeros(block - n, yb.dtype)])
-        lp, pr = _linmc_block(est.family, state, xb, yb, jax.random.fold_in(key, start),
-                              n_samples)
-        logp.append(np.asarray(lp)[:n])
-        pred.append(np.asarray(pr)[:n])
-    logp, pred = np.concatenate(logp), np.concatenate(pred)
-    return float(-np.mean(logp)), float(np.mean(pred != y))
+        out = _linmc_block(est.family, state, xb, yb, jax.random.fold_in(key, start),
+                           n_samples)
+        parts.append([np.asarray(a)[:n] for a in out])
+    lp, pred, lp_avg, pred_avg, var, var_diag = (np.concatenate(a) for a in zip(*parts))
+    return {"nlpd_linmc": float(-np.mean(lp)), "err_linmc": float(np.mean(pred != y)),
+            "nlpd_linmc_logit": float(-np.mean(lp_avg)),
+            "err_linmc_logit": float(np.mean(pred_avg != y)),
+            "logit_var": float(np.mean(var)), "logit_var_diag": float(np.mean(var_diag))}
 
 
 def stream(est, X, y, eval_at=(), evaluate=None, budget_s=None):
@@ -237,17 +269,27 @@ def tune(name, X, y, X_val, y_val, args, log):
     ``bong-<family>-mc_ef`` over PRIOR_GRID_MC. α is chosen per rule and family with
     ``<rule>-<family>-lin_ef`` over LR_GRID[rule] at that σ₀² (half the images for the
     ten-times costlier BLR / BBB).
+
+    ``--tune self`` instead chooses σ₀² for each (BONG) configuration with that
+    configuration itself, over PRIOR_GRID_SELF (up to 1); ``--tune self-linmc`` likewise,
+    scored by the validation Lin-MC (mixture) NLPD instead of the plugin one.
     """
     rule, family, hessian = name.split("-")
 
+    by_linmc = args.tune == "self-linmc"
+
     def search(proxy, grid, steps):
         key = f"{proxy}|{steps}|" + ",".join(f"{a:g}:{b:g}" for a, b in grid)
+        key += "|linmc" if by_linmc else ""
         if key not in log:
             scores = {}
             for prior_var, lr in grid:
                 est = make_estimator(proxy, prior_var, lr, args, seed=0)
                 stream(est, X[:steps], y[:steps])
-                nll, _ = plugin_scores(est, X_val, y_val)
+                if by_linmc:
+                    nll = linmc_scores(est, X_val, y_val, args.linmc_samples, 0)["nlpd_linmc"]
+                else:
+                    nll, _ = plugin_scores(est, X_val, y_val)
                 scores[(prior_var, lr)] = nll if np.isfinite(nll) else np.inf
                 print(f"     tune {proxy} ({steps} images): σ0²={prior_var:g} α={lr:g} → "
                       f"val NLPD {nll:.4f}", flush=True)
@@ -256,6 +298,11 @@ def tune(name, X, y, X_val, y_val, args, log):
                         "scores": {f"{a:g},{b:g}": v for (a, b), v in scores.items()}}
         return log[key]
 
+    if args.tune in ("self", "self-linmc"):
+        if rule != "bong":
+            raise SystemExit(f"--tune self tunes σ0² only (BONG configs), not {name}")
+        return {**search(name, [(v, 1.0) for v in PRIOR_GRID_SELF], args.tune_steps),
+                "learning_rate": 1.0}
     if hessian == "mc_ef":
         prior = search(f"bong-{family}-mc_ef", [(v, 1.0) for v in PRIOR_GRID_MC],
                        args.tune_steps)
@@ -290,6 +337,11 @@ def main():
     p.add_argument("--mc-samples", type=int, default=100, help="M of MC-EF (paper: 100)")
     p.add_argument("--n-iter", type=int, default=10, help="I of BLR/BBB")
     p.add_argument("--tune-steps", type=int, default=250)
+    p.add_argument("--tune", choices=("proxy", "self", "self-linmc"), default="proxy",
+                   help="proxy: σ0² by a LIN-EF (or MC-EF) proxy per family over "
+                   f"{PRIOR_GRID}; self: σ0² by each BONG config itself over "
+                   f"{PRIOR_GRID_SELF}, scored by the plugin NLPD; self-linmc: the same, "
+                   "scored by the Lin-MC NLPD")
     p.add_argument("--prior-variance", type=float, default=None,
                    help="skip tuning and use this σ0² (and --learning-rate) for every run")
     p.add_argument("--learning-rate", type=float, default=None)
@@ -345,6 +397,9 @@ def main():
             "MC-EF samples M": args.mc_samples,
             "BLR/BBB inner steps I": args.n_iter,
             "tuning": "fixed" if args.prior_variance else
+            f"σ0² by each config itself over {PRIOR_GRID_SELF}, {args.tune_steps} images, "
+            f"scored by the validation {'Lin-MC' if args.tune == 'self-linmc' else 'plugin'} "
+            "NLPD" if args.tune != "proxy" else
             f"grid σ0² {PRIOR_GRID} (bong, LIN-EF proxy; MC-EF: {PRIOR_GRID_MC} with "
             f"bong MC-EF), α {LR_GRID} (LIN-EF proxies), {args.tune_steps} images (half "
             "for BLR/BBB α)",
@@ -383,12 +438,14 @@ def main():
             def evaluate(est, update_s, seed=seed):
                 t0 = time.perf_counter()
                 nll, err = plugin_scores(est, Xte, yte)
-                nll_l, err_l = linmc_scores(est, Xte[: args.n_test_linmc],
-                                            yte[: args.n_test_linmc], args.linmc_samples, seed)
-                res = {"nlpd_plugin": nll, "err_plugin": err, "nlpd_linmc": nll_l,
-                       "err_linmc": err_l, "eval_seconds": time.perf_counter() - t0}
+                lin = linmc_scores(est, Xte[: args.n_test_linmc], yte[: args.n_test_linmc],
+                                   args.linmc_samples, seed)
+                res = {"nlpd_plugin": nll, "err_plugin": err, **lin,
+                       "eval_seconds": time.perf_counter() - t0}
                 print(f"   T={est.n_observations_:5d}  plugin NLPD {nll:.4f} err {err:.4f}  "
-                      f"linmc NLPD {nll_l:.4f} err {err_l:.4f}  "
+                      f"linmc NLPD {lin['nlpd_linmc']:.4f} err {lin['err_linmc']:.4f}  "
+                      f"logit-avg NLPD {lin['nlpd_linmc_logit']:.4f}  logit var "
+                      f"{lin['logit_var']:.3g} (diag term {lin['logit_var_diag']:.3g})  "
                       f"(updates so far {update_s:.0f} s, scoring {time.perf_counter() - t0:.0f} s)",
                       flush=True)
                 return res
@@ -476,15 +533,21 @@ def save(out, runs, tuning, settings, superseded=()):
 def report(runs, eval_at):
     names = list(dict.fromkeys(r["config"] for r in runs))
     for metric, label in (("nlpd_plugin", "plugin NLPD"), ("nlpd_linmc", "Lin-MC NLPD"),
+                          ("nlpd_linmc_logit", "logit-averaged Lin-MC NLPD (authors' code)"),
                           ("err_plugin", "plugin misclassification"),
-                          ("err_linmc", "Lin-MC misclassification")):
+                          ("err_linmc", "Lin-MC misclassification"),
+                          ("logit_var", "mean logit variance tr(J Σ Jᵀ)/C"),
+                          ("logit_var_diag", "its diagonal term tr(J Υ⁻¹ Jᵀ)/C (dlr)")):
+        if not any(metric in e for r in runs for e in r["evals"].values()):
+            continue  # runs recorded before the metric existed
         print(f"\n--- test {label} at T (mean ± s.e. over seeds)")
         rows = []
         for name in names:
             rs = [r for r in runs if r["config"] == name]
             row = {"config": name, "seeds": str(len(rs))}
             for t in eval_at:
-                vals = [r["evals"][str(t)][metric] for r in rs if str(t) in r["evals"]]
+                vals = [r["evals"][str(t)][metric] for r in rs
+                        if metric in r["evals"].get(str(t), {})]
                 row[f"T={t}"] = pm(vals, 4) if vals else "-"
             rows.append(row)
         table(rows, ["config", "seeds", *[f"T={t}" for t in eval_at]])

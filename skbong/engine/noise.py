@@ -21,7 +21,18 @@ So BONG-LIN-HESS with ``full`` (or ``dlr`` with R ≥ P) on a linear-Gaussian mo
 the closed-form NIG posterior (tests/test_noise.py). For other models the same two lines
 are the linearised (EKF-style) version of the conjugate update; a negative e e' (an
 overshooting nonlinear step) adds nothing; the sum over a mini-batch's rows is clamped, not
-its terms. With several outputs each has its own (a, b);
+its terms.
+
+Discounting (West & Harrison, *Bayesian Forecasting and Dynamic Models*, 1997, section
+10.8, variance discounting; the forgetting factor ρ of Särkkä & Nummenmaa's 2009
+variational-Bayes adaptive Kalman filter): with a discount δ < 1 the old evidence is
+multiplied by δ before each step's increment, a' = δ a + w / 2 and
+b' = δ b + (w / 2) e e', so that ŝ follows the recent residuals (about 1 / (1 − δ) rows)
+and the Student-t keeps at most 2 / (1 − δ) degrees of freedom. δ = 1 is the conjugate
+update above. A network's residuals shrink while it learns, so the noise of its early,
+untrained rows would otherwise stay in ŝ for the whole stream.
+
+With several outputs each has its own (a, b);
 the one parameter covariance is rescaled by the geometric mean of their ratios (exact
 for one output).
 
@@ -37,6 +48,10 @@ PRIOR_DOF = 1.0
 """a₀ of the default noise prior IG(a₀, a₀ ŝ₀): worth 2 a₀ = 2 pseudo-observations of
 variance ŝ₀, so the first rows set the noise scale (the update is scale-equivariant in y
 once they outweigh it)."""
+
+
+NETWORK_DISCOUNT = 0.99
+"""δ of ``noise_discount="auto"`` for networks (about the last 100 rows' residuals)."""
 
 
 class NoiseState(NamedTuple):
@@ -58,8 +73,9 @@ def variance(noise):
     return noise.rate / noise.dof
 
 
-def update(noise, y, f_prior, f_post, w):
-    """The conjugate NIG increment from a mini-batch (see the module docstring).
+def update(noise, y, f_prior, f_post, w, discount=1.0):
+    """The conjugate NIG increment from a mini-batch, after discounting the old evidence
+    by δ (see the module docstring).
 
     Parameters
     ----------
@@ -69,11 +85,13 @@ def update(noise, y, f_prior, f_post, w):
         Targets and the model outputs at the predicted and the updated mean.
     w : array (b,)
         Row weights (0 = padding).
+    discount : float
+        δ ∈ (0, 1]; 1 keeps all the evidence (the conjugate update).
     """
     cross = jnp.sum(w[:, None] * (y - f_prior) * (y - f_post), axis=0)  # (C,)
     return NoiseState(
-        noise.dof + 0.5 * jnp.sum(w) * jnp.ones_like(noise.dof),
-        noise.rate + 0.5 * jnp.maximum(cross, 0.0),
+        discount * noise.dof + 0.5 * jnp.sum(w) * jnp.ones_like(noise.dof),
+        discount * noise.rate + 0.5 * jnp.maximum(cross, 0.0),
     )
 
 

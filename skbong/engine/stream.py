@@ -49,7 +49,9 @@ def stream_step(config, state, mean0, hyper, x, y, w, key):
         log_lik = jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, hyper.obs_var)
     new = update(config, predicted, x, y, w, hyper, key)
     if noise is not None:
-        new_noise = noise_lib.update(noise, y, f, config.model.apply(new.mean, x), w)
+        new_noise = noise_lib.update(
+            noise, y, f, config.model.apply(new.mean, x), w, config.noise_discount
+        )
         new = family.scale(new, noise_lib.covariance_ratio(noise, new_noise))
         ok = family.is_valid(new) & noise_lib.is_valid(new_noise)
         new = (new, new_noise)

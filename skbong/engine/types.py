@@ -46,6 +46,9 @@ class Config:
         Whether the Gaussian noise variance is learned online (:mod:`.noise`): the
         stream's state is then the pair ``(belief, NoiseState)`` and ``Hyper.obs_var``
         is ignored by the update.
+    noise_discount : float
+        δ ∈ (0, 1], the discount of the learned noise's old evidence per step
+        (:mod:`.noise`); 1 is the conjugate update. Used only with ``learn_noise``.
     backtrack : int
         Step halvings allowed per (inner) step: where a step would leave an invalid
         belief (non-finite, a non-positive variance, or for the dense families a
@@ -68,6 +71,7 @@ class Config:
     mc_samples: int = 10
     dynamic: bool = False
     learn_noise: bool = False
+    noise_discount: float = 1.0
     evidence: bool = False
     backtrack: int = 0
 
@@ -87,6 +91,10 @@ class Config:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if not isinstance(self.backtrack, int) or isinstance(self.backtrack, bool) or self.backtrack < 0:
             raise ValueError(f"backtrack must be a non-negative integer, got {self.backtrack!r}")
+        if not (isinstance(self.noise_discount, float) and 0.0 < self.noise_discount <= 1.0):
+            raise ValueError(
+                f"noise_discount must be a float in (0, 1], got {self.noise_discount!r}"
+            )
         if self.learn_noise and self.likelihood != "gaussian":
             raise ValueError("learn_noise applies to the gaussian likelihood only")
         if self.family == "dlr" and self.hessian == "mc_hess":
