@@ -11,6 +11,10 @@ What is tested, and why the tolerances are what they are:
   resumed calls run the same compiled programs on the same inputs with the same keys
   (the MC keys are folded from the global step count, which is part of the state): the
   same floating-point operations in the same order, so nothing may differ.
+* **Unseeded MC streams** (``random_state=None`` or a ``RandomState`` instance): the
+  pickled copy is compared with the same object continuing, not with a deep copy (a
+  copy shares any fault of the round trip), so a seed redrawn on unpickling or a step
+  count reset on pickling shows.
 * **In another process**: the checkpoint is resumed by a fresh Python interpreter
   (``subprocess``) which compiles its own programs; on the same machine and JAX version
   XLA emits the same code, so the results must again be bitwise equal.
@@ -140,6 +144,33 @@ def test_joblib_resume_is_bitwise(streams, tmp_path):
         path = tmp_path / f"checkpoint_{compress}.joblib"
         joblib.dump(checkpoint, path, compress=compress)
         _assert_same(_resume(joblib.load(path)), expected)
+
+
+@pytest.mark.parametrize("seeded", [False, True], ids=["random_state=None", "RandomState"])
+def test_pickle_resume_of_an_unseeded_mc_stream_is_bitwise(seeded):
+    """An MC rule and predictive with ``random_state=None`` or a ``RandomState`` instance,
+    pickled mid-stream: the copy continues as the *same* object continues after being
+    pickled (not a copy of it, which would share a fault of the round trip). So the seed
+    must be kept, not redrawn from ``random_state`` on unpickling, and so must the step
+    count the MC keys are folded from. With a ``RandomState`` the stream is also
+    reproducible: both equal a stream that was never pickled."""
+
+    def make():
+        state = np.random.RandomState(3) if seeded else None
+        params = dict(CONFIGS["dlr-bong-mc_ef"], **dict(COMMON, random_state=state))
+        return BongRegressor(**params, predictive="mc", predictive_samples=5)
+
+    est = make()
+    for i in range(CUT):
+        _call(est, i)
+    blob = pickle.dumps(est)
+    expected = _resume(est)
+    _assert_same(_resume(pickle.loads(blob)), expected)
+    if seeded:
+        never_pickled = make()
+        for i in range(CUT):
+            _call(never_pickled, i)
+        _assert_same(_resume(never_pickled), expected)
 
 
 RESUME_SCRIPT = textwrap.dedent(

@@ -4,7 +4,8 @@ What is tested, and why the tolerances are what they are:
 
 * ``fit`` forgets everything and streams the rows once, in order; ``partial_fit``
   continues from the current posterior with any number of rows (even one); the
-  classifier needs ``classes`` on its first ``partial_fit``.
+  classifier needs ``classes`` on its first ``partial_fit`` (given in any order, with any
+  labels, it encodes the rows as ``fit`` does and predicts the true labels).
 * Fitted attributes: ``n_features_in_``, ``feature_names_in_``, ``classes_`` (int and
   string labels), ``n_observations_``, ``posterior_mean_`` / ``posterior_var_`` (1-D
   numpy over all P parameters), ``coef_`` / ``intercept_`` shaped as
@@ -189,6 +190,25 @@ def test_classifier_needs_classes_on_first_partial_fit():
     clf = _clf().partial_fit(X[:4], Y_BIN[:4], classes=[0, 1, 2])
     assert_array_equal(clf.classes_, [0, 1, 2])
     assert clf.predict_proba(X_NEW).shape == (5, 3)
+
+
+@pytest.mark.parametrize("classes", [["c", "a", "b"], [7, 3]], ids=["strings", "ints"])
+def test_partial_fit_classes_in_any_order_follow_the_labels(classes):
+    """``classes`` given unsorted, with labels other than 0..K−1, on every call: classes_
+    is sorted, the rows are encoded as ``fit`` encodes them (the same posterior, bitwise),
+    and on well-separated clusters the predictions are the true labels and each row's
+    most probable ``predict_proba`` column is its own label's in ``classes_``."""
+    labels = np.asarray(classes)
+    codes = np.arange(30) % len(labels)
+    Xs = 6.0 * np.eye(D)[codes] + 0.3 * np.random.default_rng(2).normal(size=(30, D))
+    y = labels[codes]
+    clf = _clf()
+    for rows in (slice(0, 10), slice(10, 30)):
+        clf.partial_fit(Xs[rows], y[rows], classes=classes)
+    assert_array_equal(clf.classes_, np.sort(labels))
+    _assert_same_posterior(clf, _clf().fit(Xs, y))
+    assert_array_equal(clf.predict(Xs), y)
+    assert_array_equal(clf.classes_[clf.predict_proba(Xs).argmax(axis=1)], y)
 
 
 # ------------------------------------------------------------------ attributes
