@@ -57,6 +57,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax 3 shipped inside a pip package (the ``docs`` extra), copied to
+    # _static/mathjax/ at the end of the build: maths renders with no network.
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_gallery.gen_gallery",
@@ -66,6 +69,12 @@ exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store"]
 default_role = "literal"
 pygments_style = "sphinx"
 nitpicky = False
+
+# -- Maths -------------------------------------------------------------------
+# The local copy of MathJax (set by sphinx-mathjax-offline too; stated here so that no
+# page ever falls back to sphinx.ext.mathjax's default, a CDN URL). Checked by
+# doc/check_render.py in a headless browser without network.
+mathjax_path = "mathjax/tex-chtml.js"
 
 # -- autodoc / autosummary / numpydoc ---------------------------------------
 autosummary_generate = True
