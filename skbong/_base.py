@@ -22,6 +22,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from . import engine
 from ._guard import _check_not_forked
 from ._posterior import PosteriorMixin
+from ._signature import structural_signature
 from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
 
 STRUCTURAL = (
@@ -215,8 +216,8 @@ class BongBase(PosteriorMixin, BaseEstimator):
         return hidden
 
     def _signature(self):
-        params = dict(self._param_snapshot())
-        return tuple((k, params[k]) for k in STRUCTURAL)
+        """The structural parameters by value (:func:`~skbong._signature.structural_signature`)."""
+        return structural_signature(self, STRUCTURAL)
 
     def _build_config(self, n_features, n_outputs, hidden):
         model = self._build_model(n_features, n_outputs, hidden)

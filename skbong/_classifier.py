@@ -14,7 +14,7 @@ class ClassifierFace:
     """The classification face of an estimator with a Gaussian belief (a mixin placed
     before ``ClassifierMixin`` and the belief's base class): the Bernoulli (two classes)
     or categorical likelihood, label encoding, and the posterior predictive
-    (``predict_proba`` under ``predictive``).
+    (``predict_proba`` under ``predictive``, ``sample_proba``).
     """
 
     _y_numeric = False
@@ -103,6 +103,35 @@ class ClassifierFace:
         proba = np.exp(self.predict_log_proba(X))
         return proba / proba.sum(axis=1, keepdims=True)
 
+    def sample_proba(self, X, n_samples=1, random_state=None):
+        """Draw class probabilities p(y | f(x, θ)), θ ~ q, from the posterior.
+
+        Each draw is the sigmoid (two classes) or softmax of the logits f(x, θ) at one
+        parameter sample, shared by all rows of the draw; with
+        ``prior_variance="auto"`` each draw comes from one filter of the bank, chosen
+        with its weight. The average of many draws is the ``predictive="mc"``
+        probability of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Draws per row.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        proba_samples : ndarray of shape (n_samples_X, n_classes, n_samples)
+            Draws (each sums to one over the classes), columns ordered as ``classes_``.
+        """
+        _, draws = self._draw_outputs(X, n_samples, random_state)
+        f = np.concatenate([f for _, f in draws], axis=-1)  # (n, C, S)
+        if f.shape[1] == 1:  # Bernoulli: one logit
+            return np.concatenate([scipy.special.expit(-f), scipy.special.expit(f)], axis=1)
+        return scipy.special.softmax(f, axis=1)
+
     def predict(self, X):
         """Most probable class under the posterior predictive.
 
@@ -142,14 +171,39 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
     family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
-        Variational family.
+        Variational family, the structure of the Gaussian belief. ``"full"``: full
+        covariance in natural parameters, every correlation kept, O(P²) memory, for
+        linear models and small networks; ``"full_moment"``: the same in moment
+        parameters (mean and covariance), less stable; ``"diag"``: diagonal, in natural
+        parameters, O(P), no correlations; ``"diag_moment"``: diagonal in moment
+        parameters; ``"dlr"``: diagonal-plus-low-rank precision of rank ``rank``, linear
+        in P, keeps the main correlations. See
+        :ref:`Choosing a configuration <choosing-family>` and
+        :doc:`/user_guide/families`.
     rank : int, default=10
-        Rank R of the low-rank part of the ``dlr`` precision; a rank above the number
-        of parameters P is clamped to P (rank P is already exact).
+        Rank R of the low-rank part of the ``dlr`` precision (ignored by the other
+        families); a rank above the number of parameters P is clamped to P (rank P is
+        already exact). 5–20 is the usual range: memory and time grow linearly in R. See
+        :ref:`Choosing a configuration <choosing-family>`.
     rule : {"bong", "bog", "blr", "bbb"}, default="bong"
-        Update rule.
+        Update rule. ``"bong"``: one natural-gradient step on the expected
+        log-likelihood, no rate to tune, the first choice; ``"blr"``: ``n_iter``
+        natural-gradient steps of rate ``learning_rate`` on the online ELBO, closer on a
+        strongly non-linear likelihood at ``n_iter`` times the cost; ``"bog"``: one
+        plain-gradient step; ``"bbb"``: ``n_iter`` plain-gradient steps on the online
+        ELBO. The plain-gradient rules need a tuned ``learning_rate`` and are mostly for
+        comparisons. See :ref:`Choosing a configuration <choosing-rule>` and
+        :doc:`/user_guide/rules`.
     hessian : {"lin_hess", "lin_ef", "mc_ef", "mc_hess"}, default="lin_hess"
-        Gradient and curvature estimator (``mc_hess`` is not available for ``dlr``).
+        Gradient and curvature estimator. ``"lin_hess"``: the Hessian of the model
+        linearised at the mean, deterministic, C backward passes per row (C classes);
+        ``"lin_ef"``: the linearised gradient's empirical Fisher, one backward pass, for
+        many classes or large mini-batches; ``"mc_ef"``: the empirical Fisher of
+        gradients at ``mc_samples`` sampled parameters, noisy, for models whose
+        linearisation is poor; ``"mc_hess"``: the Monte Carlo Hessian, small models
+        only, not available for ``dlr``. See
+        :ref:`Choosing a configuration <choosing-hessian>` and
+        :doc:`/user_guide/estimators`.
     learning_rate : float, default=0.1
         Step size α of bog, blr (α ≤ 1) and bbb; bong's rate is 1.
     n_iter : int, default=10
@@ -171,19 +225,27 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         at any width); biases σ₀². ``"auto"`` runs a bank of filters over
         σ₀² ∈ {10⁻³, …, 10³} weighted by their online evidence (``prior_weights_``).
     drift : float in (0, 1], default=1.0
-        Ornstein–Uhlenbeck decay γ toward the prior before each update.
+        Ornstein–Uhlenbeck decay γ toward the prior before each update. 1 (with
+        ``process_noise=0``): a static model, for stationary data; below 1: the belief
+        relaxes toward the prior and old rows are forgotten, for a stream whose relation
+        between X and y changes. See
+        :ref:`Choosing a configuration <choosing-hyperparameters>` and
+        :doc:`/user_guide/drift`.
     process_noise : float, default=0.0
         Isotropic process noise q added before each update.
     batch_size : int, default=1
         Rows treated as one likelihood term per update.
     predictive : {"plugin", "linmc", "mc"}, default="linmc"
-        Posterior predictive of ``predict_proba`` and ``predict``: linearised Monte
-        Carlo (logits f(x, μ) + J (θ − μ), θ ~ q, probabilities averaged over
-        ``predictive_samples`` draws), Monte Carlo over the network itself, or plugin
-        p(y | f(x, μ)) (no parameter uncertainty, fastest). ``linmc`` is the default
-        from a comparison on 9 data sets (doc: "Which predictive"): it was never more
-        than 0.07 nats worse than plugin in held-out log-loss and up to 0.8 nats better
-        where one pass leaves the mean overconfident (digits), at 2-70× the predict time.
+        Posterior predictive of ``predict_proba`` and ``predict``. ``"linmc"``:
+        linearised Monte Carlo (logits f(x, μ) + J (θ − μ), θ ~ q, probabilities
+        averaged over ``predictive_samples`` draws), for calibrated probabilities;
+        ``"mc"``: Monte Carlo over the network itself; ``"plugin"``: p(y | f(x, μ)) (no
+        parameter uncertainty, fastest), for point predictions and accuracy. See
+        :ref:`Choosing a configuration <choosing-predictive>` and
+        :doc:`/user_guide/predictive`. ``linmc`` is the default from a comparison on 9
+        data sets (:ref:`which-predictive`): it was never more than 0.07 nats worse than
+        plugin in held-out log-loss and up to 0.8 nats better where one pass leaves the
+        mean overconfident (digits), at 2-70× the predict time.
     predictive_samples : int, default=100
         Samples S of the ``linmc`` and ``mc`` predictives.
     dtype : {"float32", "float64"}, default="float32"

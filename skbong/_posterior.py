@@ -11,7 +11,9 @@ import functools
 from numbers import Integral
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import engine
@@ -196,6 +198,49 @@ class PosteriorMixin:
                 res = fn(config, state, padded, key, **kw)
                 outs.append(tuple(np.asarray(r)[:n] for r in res))
         return tuple(np.concatenate(parts) for parts in zip(*outs))
+
+    def _draw_outputs(self, X, n_samples, random_state):
+        """Model outputs f(x, θ) at n_samples draws θ ~ q, for ``sample_y``, ``sample_f``
+        and ``sample_proba``.
+
+        With a bank of filters, the number of draws of each comes from one multinomial
+        draw on the weights (an exact draw from the mixture). One parameter sample is
+        shared by all rows of a draw. All parameter draws are taken from the generator
+        before anything else, so a caller that goes on to draw noise from it does not
+        change the parameter draws.
+
+        Returns
+        -------
+        rng : numpy.random.RandomState
+            The generator of ``random_state``, after the parameter draws.
+        draws : list of (noise, f)
+            One pair per filter drawn from, in order: its noise posterior (None when
+            the noise is fixed) and the outputs f, float64 of shape (n_rows, C, s_k),
+            Σ s_k = n_samples.
+        """
+        check_is_fitted(self, "_state")
+        _check_not_forked()
+        if not isinstance(n_samples, int | np.integer) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+        rng = check_random_state(random_state)
+        parts = self._components()
+        counts = rng.multinomial(n_samples, [wt for wt, _, _ in parts])  # draws per filter
+        keys = [
+            jax.random.PRNGKey(int(rng.randint(np.iinfo(np.int32).max))) if n_k else None
+            for n_k in counts
+        ]
+        draws = []
+        for (_, state, noise), n_k, key in zip(parts, counts, keys):
+            if n_k == 0:
+                continue
+
+            def draw(cfg, st, x, _, key=key, n_k=int(n_k)):
+                f = engine.sample_outputs(cfg, st, x, key, "mc", n_k)
+                return (jnp.moveaxis(f, 0, -1),)
+
+            (f,) = self._predict_rows(X, draw, state=state)
+            draws.append((noise, f.astype(np.float64)))
+        return rng, draws
 
     @property
     def n_params_(self):

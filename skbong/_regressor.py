@@ -2,26 +2,22 @@
 
 from numbers import Real
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import scipy.special
 import scipy.stats
 from sklearn.base import RegressorMixin
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from . import engine
 from ._base import BongBase
-from ._guard import _check_not_forked
 
 
 class RegressorFace:
     """The regression face of an estimator with a Gaussian belief (a mixin placed before
     ``RegressorMixin`` and the belief's base class): the Gaussian likelihood, target
     encoding, and the posterior predictive (``predict`` with ``return_std``,
-    ``predict_interval``, ``predict_logpdf``, ``sample_y``).
+    ``predict_interval``, ``predict_logpdf``, ``sample_y``, ``sample_f``).
 
     The estimator supplies ``_obs_variance_in_use(Y, first)`` (the noise variance of
     the next update), ``predictive`` and ``predictive_samples``.
@@ -82,38 +78,44 @@ class RegressorFace:
     def _shape_output(self, a):
         return a if self._multi_output else a[:, 0]
 
-    def _mixture(self, X, kind):
+    def _mixture(self, X, kind, grad=False):
         """The predictive of y at X under ``kind`` as a mixture of Student-t / Gaussian
         components (one, or one per bank filter): weights (K,), locations and squared
         scales (K, n, C) float64 — scale² J Σ Jᵀ + ŝ (linmc), Var f + ŝ (mc) or ŝ (plugin)
-        — and degrees of freedom (K, C) (``inf`` for a fixed noise)."""
+        — and degrees of freedom (K, C) (``inf`` for a fixed noise). ``grad=True`` adds
+        the input gradients of the locations and squared scales, (K, n, C, D) each."""
         check_is_fitted(self, "_state")
-        weights, locs, scales, dofs = [], [], [], []
+        moments = engine.predictive.predict_moments_grad if grad else engine.predict_moments
+        weights, dofs, outs = [], [], []
         for wt, state, noise in self._components():
             obs_var = self._obs_var if noise is None else noise[1] / noise[0]
             hyper = engine.Hyper(None, np.asarray(obs_var, self._jax_dtype()), None, None, None)
-            mean, var = self._predict_rows(
+            out = self._predict_rows(
                 X,
-                lambda cfg, st, x, key, hyper=hyper: engine.predict_moments(
+                lambda cfg, st, x, key, hyper=hyper: moments(
                     cfg, st, hyper, x, key, kind, int(self.predictive_samples)
                 ),
                 state=state,
                 sampled=kind == "mc",
             )
             weights.append(wt)
-            locs.append(mean.astype(np.float64))
-            scales.append(var.astype(np.float64))
+            outs.append([a.astype(np.float64) for a in out])
             dof = np.full(self._n_out, np.inf) if noise is None else 2.0 * noise[0]
             dofs.append(np.asarray(dof, np.float64))
-        return np.array(weights), np.array(locs), np.array(scales), np.array(dofs)
+        locs, scales, *grads = (np.array(a) for a in zip(*outs))
+        return (np.array(weights), locs, scales, np.array(dofs), *grads)
 
-    def predict(self, X, return_std=False):
-        """Posterior predictive mean (and standard deviation) of y.
+    def predict(self, X, return_std=False, return_mean_grad=False, return_std_grad=False):
+        """Posterior predictive mean and standard deviation of y, and their input gradients.
+
+        The signature and return conventions are those of scikit-optimize's
+        ``GaussianProcessRegressor.predict``, so the estimator can be the surrogate of its
+        ``Optimizer`` with the default ``acq_optimizer="lbfgs"``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Inputs.
+            Inputs; a single row when gradients are asked for.
         return_std : bool, default=False
             Also return the predictive standard deviation of y under ``predictive``:
             parameter uncertainty and observation noise (the ``BayesianRidge``
@@ -121,26 +123,74 @@ class RegressorFace:
             is a Student-t with ``noise_dof_`` degrees of freedom ν, whose standard
             deviation is its scale times √(ν / (ν − 2)); with ``prior_variance="auto"``
             it is the mixture over the bank's prior variances.
+        return_mean_grad : bool, default=False
+            Also return the gradient of the returned mean with respect to the input
+            (exact, by JAX's automatic differentiation of the same computation).
+        return_std_grad : bool, default=False
+            Also return the gradient of the returned standard deviation with respect
+            to the input; needs ``return_std=True``.
 
         Returns
         -------
         mean : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            Predictive mean.
+            Predictive mean: f(x, μ) without ``return_std`` (and under ``plugin`` and
+            ``linmc``), the mean over the parameter samples under ``mc``.
         std : ndarray, same shape as ``mean``
             Predictive standard deviation; only when ``return_std=True``.
+        mean_grad : ndarray of shape (n_features,) or (n_outputs, n_features)
+            ∂ mean / ∂ x at the single row of X; only when ``return_mean_grad=True``.
+        std_grad : ndarray of shape (n_features,) or (n_outputs, n_features)
+            ∂ std / ∂ x at the single row of X; only when ``return_std_grad=True``.
         """
-        weights, locs, scales, dofs = self._mixture(X, self.predictive if return_std else "plugin")
+        grad = return_mean_grad or return_std_grad
+        if return_std_grad and not return_std:
+            raise ValueError("return_std_grad=True needs return_std=True")
+        if grad and _num_samples(X) != 1:
+            raise ValueError(
+                f"input gradients are given for a single row of X; got {_num_samples(X)} rows"
+            )
+        kind = self.predictive if return_std else "plugin"
+        weights, locs, scales, dofs, *grads = self._mixture(X, kind, grad=grad)
         mean = np.einsum("k,knc->nc", weights, locs)
-        if not return_std:
-            return self._shape_output(mean)
+        out = [self._shape_output(mean)]
+        if return_std:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                inflate = np.where(dofs > 2, dofs / (dofs - 2), np.inf)
+            inflate = np.where(np.isinf(dofs), 1.0, inflate)[:, None, :]
+            second = np.einsum("k,knc->nc", weights, scales * inflate + locs**2)
+            std = np.sqrt(np.maximum(second - mean**2, 0.0))
+            if len(weights) == 1:  # no cancellation for one component
+                std = np.sqrt(scales[0] * inflate[0])
+            out.append(self._shape_output(std))
+        if grad:
+            mean_grad = np.einsum("k,kncd->ncd", weights, grads[0])
+            if return_mean_grad:
+                out.append(self._shape_grad(mean_grad))
+            if return_std_grad:
+                out.append(self._shape_grad(self._std_grad(weights, locs, inflate, grads, std)))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    @staticmethod
+    def _std_grad(weights, locs, inflate, grads, std):
+        """∂ std / ∂ x by the chain rule through ``predict``'s mixture moments:
+        std² = Σₖ wₖ (inflateₖ scaleₖ² + locₖ²) − mean², from the gradients of the
+        components' locations and squared scales (K, n, C, D); 0 where std = 0."""
+        loc_grad, scale_grad = grads
+        mean = np.einsum("k,knc->nc", weights, locs)
+        mean_grad = np.einsum("k,kncd->ncd", weights, loc_grad)
+        second_grad = np.einsum(
+            "k,kncd->ncd", weights, inflate[..., None] * scale_grad + 2 * locs[..., None] * loc_grad
+        )
+        var_grad = second_grad - 2 * mean[..., None] * mean_grad
+        if len(weights) == 1:  # the same without the cancelling terms
+            var_grad = inflate[0][..., None] * scale_grad[0]
         with np.errstate(divide="ignore", invalid="ignore"):
-            inflate = np.where(dofs > 2, dofs / (dofs - 2), np.inf)
-        inflate = np.where(np.isinf(dofs), 1.0, inflate)[:, None, :]
-        second = np.einsum("k,knc->nc", weights, scales * inflate + locs**2)
-        std = np.sqrt(np.maximum(second - mean**2, 0.0))
-        if len(weights) == 1:  # no cancellation for one component
-            std = np.sqrt(scales[0] * inflate[0])
-        return self._shape_output(mean), self._shape_output(std)
+            return np.where(std[..., None] > 0, var_grad / (2 * std[..., None]), 0.0)
+
+    def _shape_grad(self, g):
+        """A gradient of the single row, (1, C, D), as scikit-optimize's GP gives it:
+        (D,) for one-dimensional targets, else (C, D)."""
+        return g[0] if self._multi_output else g[0, 0]
 
     def predict_interval(self, X, coverage=0.9):
         """Central predictive interval of y holding probability ``coverage``.
@@ -212,7 +262,8 @@ class RegressorFace:
 
     def sample_y(self, X, n_samples=1, random_state=None):
         """Draw y from the posterior predictive: θ ~ q, σ² ~ IG(a, b) (learned noise),
-        then y ~ N(f(x, θ), σ²).
+        then y ~ N(f(x, θ), σ²). With the same ``random_state``, the draws of
+        :meth:`sample_f` plus the noise.
 
         Parameters
         ----------
@@ -228,32 +279,46 @@ class RegressorFace:
         y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_outputs, n_samples)
             Draws; one parameter sample is shared by all rows of a draw.
         """
-        check_is_fitted(self, "_state")
-        _check_not_forked()
-        if not isinstance(n_samples, int | np.integer) or n_samples < 1:
-            raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
-        rng = check_random_state(random_state)
-
-        parts = self._components()
-        counts = rng.multinomial(n_samples, [wt for wt, _, _ in parts])  # draws per filter
-        draws = []
-        for (_, state, noise), n_k in zip(parts, counts):
-            if n_k == 0:
-                continue
-            key = jax.random.PRNGKey(int(rng.randint(np.iinfo(np.int32).max)))
-
-            def draw(cfg, st, x, _, key=key, n_k=int(n_k)):
-                f = engine.sample_outputs(cfg, st, x, key, "mc", n_k)
-                return (jnp.moveaxis(f, 0, -1),)
-
-            (f,) = self._predict_rows(X, draw, state=state)
+        rng, draws = self._draw_outputs(X, n_samples, random_state)
+        samples = []
+        for noise, f in draws:
             if noise is not None:  # σ² ~ IG(a, b) per draw and output, shared by the rows
                 dof, rate = (a.astype(np.float64) for a in noise)
                 var = 1.0 / rng.gamma(dof[:, None], 1.0 / rate[:, None], size=f.shape[1:])
             else:
                 var = np.broadcast_to(self._obs_var[:, None], f.shape[1:])
-            draws.append(f.astype(np.float64) + rng.standard_normal(f.shape) * np.sqrt(var)[None])
-        samples = np.concatenate(draws, axis=-1)
+            samples.append(f + rng.standard_normal(f.shape) * np.sqrt(var)[None])
+        samples = np.concatenate(samples, axis=-1)
+        return samples if self._multi_output else samples[:, 0, :]
+
+    def sample_f(self, X, n_samples=1, random_state=None):
+        """Draw noise-free function values f(x, θ), θ ~ q, from the posterior.
+
+        The draws of :meth:`sample_y` without the observation noise: with the same
+        ``random_state`` they use the same parameter draws, so ``sample_y`` returns these
+        values plus independent noise. For the linear model with the fixed noise, the
+        draws of a set of rows are exactly the posterior of f, N(f(x, μ), J Σ Jᵀ); with
+        ``prior_variance="auto"`` each draw comes from one filter of the bank, chosen
+        with its weight. With the learned noise θ is drawn from the Gaussian belief q
+        (its covariance at the plug-in noise ``obs_variance_``), so the draws do not
+        carry the Student-t factor ν / (ν − 2) that ``predict`` applies to J Σ Jᵀ.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Draws per row.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        f_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_outputs, n_samples)
+            Draws; one parameter sample is shared by all rows of a draw.
+        """
+        _, draws = self._draw_outputs(X, n_samples, random_state)
+        samples = np.concatenate([f for _, f in draws], axis=-1)
         return samples if self._multi_output else samples[:, 0, :]
 
 
@@ -279,16 +344,39 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
     family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
-        Variational family: full covariance or diagonal, in natural or moment
-        parameters, or diagonal-plus-low-rank precision of rank ``rank``.
+        Variational family, the structure of the Gaussian belief. ``"full"``: full
+        covariance in natural parameters, every correlation kept, exact for the linear
+        model (the Kalman filter), O(P²) memory; ``"full_moment"``: the same in moment
+        parameters (mean and covariance), less stable; ``"diag"``: diagonal, in natural
+        parameters, O(P), no correlations; ``"diag_moment"``: diagonal in moment
+        parameters; ``"dlr"``: diagonal-plus-low-rank precision of rank ``rank``, linear
+        in P, keeps the main correlations. See
+        :ref:`Choosing a configuration <choosing-family>` and
+        :doc:`/user_guide/families`.
     rank : int, default=10
-        Rank R of the low-rank part of the ``dlr`` precision; a rank above the number
-        of parameters P is clamped to P (rank P is already exact).
+        Rank R of the low-rank part of the ``dlr`` precision (ignored by the other
+        families); a rank above the number of parameters P is clamped to P (rank P is
+        already exact). 5–20 is the usual range: memory and time grow linearly in R. See
+        :ref:`Choosing a configuration <choosing-family>`.
     rule : {"bong", "bog", "blr", "bbb"}, default="bong"
-        Update rule: one natural-gradient step (bong), one gradient step (bog), or
-        ``n_iter`` natural-gradient (blr) or gradient (bbb) steps on the online ELBO.
+        Update rule. ``"bong"``: one natural-gradient step on the expected
+        log-likelihood, no rate to tune, the first choice; ``"blr"``: ``n_iter``
+        natural-gradient steps of rate ``learning_rate`` on the online ELBO, closer on a
+        strongly non-linear likelihood at ``n_iter`` times the cost; ``"bog"``: one
+        plain-gradient step; ``"bbb"``: ``n_iter`` plain-gradient steps on the online
+        ELBO. The plain-gradient rules need a tuned ``learning_rate`` and are mostly for
+        comparisons. See :ref:`Choosing a configuration <choosing-rule>` and
+        :doc:`/user_guide/rules`.
     hessian : {"lin_hess", "lin_ef", "mc_ef", "mc_hess"}, default="lin_hess"
-        Gradient and curvature estimator (``mc_hess`` is not available for ``dlr``).
+        Gradient and curvature estimator. ``"lin_hess"``: the Hessian of the model
+        linearised at the mean, deterministic, exact for the linear model, one backward
+        pass per output; ``"lin_ef"``: the linearised gradient's empirical Fisher, one
+        backward pass, for many outputs or large mini-batches; ``"mc_ef"``: the
+        empirical Fisher of gradients at ``mc_samples`` sampled parameters, noisy, for
+        models whose linearisation is poor; ``"mc_hess"``: the Monte Carlo Hessian,
+        small models only, not available for ``dlr``. See
+        :ref:`Choosing a configuration <choosing-hessian>` and
+        :doc:`/user_guide/estimators`.
     learning_rate : float, default=0.1
         Step size α of bog, blr (α ≤ 1) and bbb; bong's rate is 1.
     n_iter : int, default=10
@@ -331,17 +419,24 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         intervals closer to 90 %; see :ref:`defaults`). ``set_params`` after a fit
         takes effect from the next update.
     drift : float in (0, 1], default=1.0
-        Ornstein–Uhlenbeck decay γ toward the prior before each update; 1 is a
-        static model.
+        Ornstein–Uhlenbeck decay γ toward the prior before each update. 1 (with
+        ``process_noise=0``): a static model, for stationary data; below 1: the belief
+        relaxes toward the prior and old rows are forgotten, for a stream whose relation
+        between X and y changes. See
+        :ref:`Choosing a configuration <choosing-hyperparameters>` and
+        :doc:`/user_guide/drift`.
     process_noise : float, default=0.0
         Isotropic process noise q added before each update.
     batch_size : int, default=1
         Rows treated as one likelihood term per update (1 is the paper's setting).
     predictive : {"plugin", "linmc", "mc"}, default="linmc"
         Posterior predictive of ``predict(return_std=True)``, ``predict_interval`` and
-        ``predict_logpdf``: linearised (closed form: variance J Σ Jᵀ + R, parameter
-        uncertainty included; exact for the linear model), Monte Carlo over θ ~ q, or
-        plugin (observation noise only; drops parameter uncertainty).
+        ``predict_logpdf``. ``"linmc"``: linearised (closed form: variance J Σ Jᵀ + R,
+        parameter uncertainty included; exact for the linear model), for uncertainty
+        bands; ``"mc"``: Monte Carlo over θ ~ q through the model itself; ``"plugin"``:
+        the mean's prediction, observation noise only (drops parameter uncertainty), for
+        point predictions. See :ref:`Choosing a configuration <choosing-predictive>` and
+        :doc:`/user_guide/predictive`.
     predictive_samples : int, default=100
         Samples of the ``mc`` predictive.
     dtype : {"float32", "float64"}, default="float32"

@@ -24,6 +24,7 @@ from ._classifier import ClassifierFace
 from ._guard import _check_not_forked
 from ._posterior import PosteriorMixin
 from ._regressor import RegressorFace
+from ._signature import structural_signature
 from .engine import epochs, solvers
 from .exceptions import SkippedRowsWarning
 
@@ -185,8 +186,8 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         return "dlr" if self.solver == "slang" else self.family
 
     def _signature(self):
-        params = dict(self._param_snapshot())
-        return tuple((k, params[k]) for k in STRUCTURAL)
+        """The structural parameters by value (:func:`~skbong._signature.structural_signature`)."""
+        return structural_signature(self, STRUCTURAL)
 
     def _batch_config(self, n_features, n_outputs, hidden):
         model = self._build_model(n_features, n_outputs, hidden)
@@ -445,19 +446,29 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
     solver : {"vogn", "von", "vprop", "vadam", "slang", "bbb", "ivon"}, default="vogn"
-        The update: variational online Gauss–Newton (per-example empirical Fisher),
-        variational online Newton (Hessian), variational RMSprop / Adam (squared mean
-        gradient), SLANG (low-rank plus diagonal precision), Bayes by Backprop (Adam on
-        (μ, ρ)), or IVON.
+        The update. ``"vogn"``: variational online Gauss–Newton (per-example empirical
+        Fisher), scale-invariant, the default; ``"von"``: variational online Newton
+        (Hessian; can lose definiteness on a non-convex model); ``"vprop"`` /
+        ``"vadam"``: variational RMSprop / Adam (squared mean gradient, diagonal);
+        ``"slang"``: SLANG, diagonal-plus-rank-``rank`` precision, for correlations;
+        ``"bbb"``: Bayes by Backprop (Adam on (μ, ρ), diagonal); ``"ivon"``: IVON,
+        diagonal, cheapest per step, for large networks. See
+        :ref:`Choosing a solver <batch-choosing>` and the
+        :ref:`table of solvers <batch-solvers>`.
     family : {"diag", "full"}, default="diag"
-        Posterior of vogn and von: diagonal or full covariance (the papers' full-Gaussian
-        baseline is full VOGN). slang's posterior is diagonal-plus-low-rank, the other
-        solvers' diagonal.
+        Posterior of vogn and von: ``"diag"``, diagonal covariance, O(P); ``"full"``,
+        full covariance, O(P²), for a small model (the papers' full-Gaussian baseline is
+        full VOGN). slang's posterior is diagonal-plus-low-rank, the other solvers'
+        diagonal: they accept only ``"diag"``. See
+        :ref:`Choosing a solver <batch-choosing>`.
     curvature : {"ef", "ggn"}, default="ef"
-        vogn and slang: the per-example empirical Fisher Σᵢ gᵢgᵢᵀ (as published) or the
-        generalised Gauss–Newton Σᵢ Jᵢᵀ Λ Jᵢ.
+        vogn and slang (ignored by the other solvers): ``"ef"``, the per-example
+        empirical Fisher Σᵢ gᵢgᵢᵀ (as published); ``"ggn"``, the generalised
+        Gauss–Newton Σᵢ Jᵢᵀ Λ Jᵢ (exact curvature for a linear-Gaussian model). See
+        :ref:`the table of solvers <batch-solvers>`.
     rank : int, default=1
-        L, the rank of slang's low-rank precision (the papers' UCI setting is 1).
+        L, the rank of slang's low-rank precision (the papers' UCI setting is 1; ignored
+        by the other solvers). See :ref:`the table of solvers <batch-solvers>`.
     learning_rate : float, default=None
         α, the mean step (None: 0.01 for vogn, von, slang, vprop, vadam and bbb; 0.1 for
         ivon).
@@ -510,7 +521,12 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
     warm_start : bool, default=False
         ``fit`` continues from the fitted posterior instead of starting again.
     predictive : {"plugin", "linmc", "mc"}, default="linmc"
-        Posterior predictive (see :class:`BongRegressor`).
+        Posterior predictive (as in :class:`BongRegressor`). ``"linmc"``: linearised,
+        closed form, parameter uncertainty included, for uncertainty bands; ``"mc"``:
+        Monte Carlo over θ ~ q through the model itself; ``"plugin"``: the mean's
+        prediction, observation noise only. See
+        :ref:`Choosing a configuration <choosing-predictive>` and
+        :doc:`/user_guide/predictive`.
     predictive_samples : int, default=100
         Samples of the ``mc`` predictive.
     dtype : {"float32", "float64"}, default="float32"
@@ -705,13 +721,26 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
     solver : {"vogn", "von", "vprop", "vadam", "slang", "bbb", "ivon"}, default="vogn"
-        The update (see :class:`VariationalRegressor`).
+        The update (as in :class:`VariationalRegressor`). ``"vogn"``: variational online
+        Gauss–Newton (per-example empirical Fisher), the default; ``"von"``: variational
+        online Newton (Hessian); ``"vprop"`` / ``"vadam"``: variational RMSprop / Adam
+        (squared mean gradient, diagonal); ``"slang"``: SLANG,
+        diagonal-plus-rank-``rank`` precision, for correlations; ``"bbb"``: Bayes by
+        Backprop (Adam on (μ, ρ), diagonal); ``"ivon"``: IVON, diagonal, cheapest per
+        step, for large networks. See :ref:`Choosing a solver <batch-choosing>` and the
+        :ref:`table of solvers <batch-solvers>`.
     family : {"diag", "full"}, default="diag"
-        Posterior of vogn and von.
+        Posterior of vogn and von: ``"diag"``, diagonal covariance, O(P); ``"full"``,
+        full covariance, O(P²), for a small model. The other solvers accept only
+        ``"diag"`` (slang's posterior is diagonal-plus-low-rank). See
+        :ref:`Choosing a solver <batch-choosing>`.
     curvature : {"ef", "ggn"}, default="ef"
-        Curvature of vogn and slang.
+        Curvature of vogn and slang (ignored by the other solvers): ``"ef"``, the
+        per-example empirical Fisher Σᵢ gᵢgᵢᵀ (as published); ``"ggn"``, the generalised
+        Gauss–Newton Σᵢ Jᵢᵀ Λ Jᵢ. See :ref:`the table of solvers <batch-solvers>`.
     rank : int, default=1
-        Rank of slang's low-rank precision.
+        Rank L of slang's low-rank precision (ignored by the other solvers). See
+        :ref:`the table of solvers <batch-solvers>`.
     learning_rate, precision_rate, momentum : float, default=None
         α, β and γ₁ (None: the solver's default, see :class:`VariationalRegressor`).
     decay : float, default=0.0
@@ -727,7 +756,12 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
     early_stopping, validation_fraction, warm_start : see VariationalRegressor
         Stopping on held-out accuracy, and continuing a fit.
     predictive : {"plugin", "linmc", "mc"}, default="linmc"
-        Posterior predictive of ``predict_proba``.
+        Posterior predictive of ``predict_proba`` (as in :class:`BongClassifier`).
+        ``"linmc"``: linearised Monte Carlo over ``predictive_samples`` draws, for
+        calibrated probabilities; ``"mc"``: Monte Carlo over the network itself;
+        ``"plugin"``: p(y | f(x, μ)), no parameter uncertainty, fastest, for point
+        predictions. See :ref:`Choosing a configuration <choosing-predictive>` and
+        :doc:`/user_guide/predictive`.
     predictive_samples : int, default=100
         Samples of the ``linmc`` and ``mc`` predictives.
     dtype : {"float32", "float64"}, default="float32"
