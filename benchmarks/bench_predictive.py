@@ -27,10 +27,15 @@ reference (MAP of the same model and prior N(0, σ₀² I), Σ = H⁻¹ at the M
   full or Laplace covariance, and the same for the full mean, which separates the effect
   of the covariance from that of the mean.
 
+The third part fits the same splits with networks, ``hidden_layer_sizes`` (32,) and
+(64, 64), ``dlr`` and the other defaults, and compares ``plugin`` with ``linmc`` in
+held-out log-loss and ECE: the evidence for the classifier's ``predictive="auto"``
+(``linmc`` for the linear model, ``plugin`` for networks).
+
 Usage: ``python benchmarks/bench_predictive.py [--quick] [--seeds 3] [--data-dir DIR]
 [--out FILE [--append]]``; ``SKBONG_SRC=DIR`` imports skbong from another checkout (as
 in benchmarks/_common.py). Data sets from ``--data-dir`` (LIBSVM australian and
-breast-cancer, MNIST) are skipped with a note when absent. About 6 minutes on 2 cores.
+breast-cancer, MNIST) are skipped with a note when absent. About 10 minutes on 2 cores.
 """
 
 import argparse
@@ -332,6 +337,42 @@ def git_revision():
 
 
 # ----------------------------------------------------------------------- main
+NETWORKS = ((32,), (64, 64))
+
+
+def networks(sets, seeds, say):
+    """The same splits with hidden layers: ``BongClassifier(hidden_layer_sizes=h)`` at
+    its other defaults, scored under ``predictive="plugin"`` and ``"linmc"``."""
+    say(f"\n--- networks {NETWORKS}, dlr-10 at defaults otherwise: held-out log-loss and "
+        "ECE under plugin and linmc, mean ± sd over seeds; Δ = linmc − plugin, paired")
+    rows, deltas = [], []
+    for name, spec in sets.items():
+        for hidden in NETWORKS:
+            res = {"plugin": [], "linmc": []}
+            for seed in seeds:
+                Xtr, ytr, Xte, yte = split(spec, seed)
+                est = BongClassifier(hidden_layer_sizes=hidden, random_state=seed)
+                est.fit(Xtr, ytr)
+                for kind in res:
+                    est.set_params(predictive=kind)
+                    res[kind].append(scores(est.predict_log_proba(Xte), yte))
+            d_ll = [b["ll"] - a["ll"] for a, b in zip(res["plugin"], res["linmc"])]
+            d_ece = [b["ece"] - a["ece"] for a, b in zip(res["plugin"], res["linmc"])]
+            deltas.append((np.mean(d_ll), np.mean(d_ece)))
+            rows.append({"data": name, "hidden": str(hidden),
+                         "ll plugin": pm([r["ll"] for r in res["plugin"]]),
+                         "ll linmc": pm([r["ll"] for r in res["linmc"]]),
+                         "Δll": pm(d_ll),
+                         "ECE plugin": pm([r["ece"] for r in res["plugin"]]),
+                         "ECE linmc": pm([r["ece"] for r in res["linmc"]]),
+                         "acc plugin": pm([r["acc"] for r in res["plugin"]])})
+    table(rows, list(rows[0]), say)
+    dll, dece = np.array(deltas).T
+    say(f"   networks: plugin better in log-loss on {int(np.sum(dll > 0))} of {len(dll)} "
+        f"cases (Δll median {np.median(dll):+.3f}, range {dll.min():+.3f}..{dll.max():+.3f}), "
+        f"in ECE on {int(np.sum(dece > 0))} of {len(dece)} (ΔECE median {np.median(dece):+.3f})")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA,
@@ -513,6 +554,8 @@ def main():
     say("\n   median marginal variance (seed 0): " + "; ".join(
         f"{n}: " + ", ".join(f"{c} {v:.3g}" for c, v in dd[0]["median var"].items())
         for n, dd in diagnostics.items()))
+
+    networks(sets, seeds, say)
 
     la = os.getloadavg()
     say(f"\n   wall time {time.perf_counter() - t_start:.0f} s; load average "

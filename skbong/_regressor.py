@@ -25,6 +25,11 @@ class RegressorFace:
 
     _y_numeric = True
 
+    def _predictive_kind(self):
+        """The predictive in use: ``"auto"`` is ``"linmc"`` (parameter uncertainty in
+        every interval, closed form)."""
+        return "linmc" if self.predictive == "auto" else self.predictive
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
@@ -149,7 +154,7 @@ class RegressorFace:
             raise ValueError(
                 f"input gradients are given for a single row of X; got {_num_samples(X)} rows"
             )
-        kind = self.predictive if return_std else "plugin"
+        kind = self._predictive_kind() if return_std else "plugin"
         weights, locs, scales, dofs, *grads = self._mixture(X, kind, grad=grad)
         mean = np.einsum("k,knc->nc", weights, locs)
         out = [self._shape_output(mean)]
@@ -214,7 +219,7 @@ class RegressorFace:
         """
         if not 0 < coverage < 1:
             raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
-        weights, locs, scales, dofs = self._mixture(X, self.predictive)
+        weights, locs, scales, dofs = self._mixture(X, self._predictive_kind())
         dist = scipy.stats.t(dofs[:, None, :], loc=locs, scale=np.sqrt(scales))
         tail = 0.5 - 0.5 * coverage
         ends = [dist.ppf(tail), dist.ppf(1 - tail)]
@@ -252,7 +257,7 @@ class RegressorFace:
         logpdf : ndarray of shape (n_samples,)
             Log densities (nats).
         """
-        weights, locs, scales, dofs = self._mixture(X, self.predictive)
+        weights, locs, scales, dofs = self._mixture(X, self._predictive_kind())
         Y = np.asarray(y, dtype=np.float64).reshape(locs.shape[1], -1)
         if Y.shape[1] != locs.shape[2]:
             raise ValueError(f"y has {Y.shape[1]} outputs, the estimator {locs.shape[2]}")
@@ -429,13 +434,15 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         Isotropic process noise q added before each update.
     batch_size : int, default=1
         Rows treated as one likelihood term per update (1 is the paper's setting).
-    predictive : {"plugin", "linmc", "mc"}, default="linmc"
+    predictive : {"linmc", "plugin", "mc", "auto"}, default="linmc"
         Posterior predictive of ``predict(return_std=True)``, ``predict_interval`` and
         ``predict_logpdf``. ``"linmc"``: linearised (closed form: variance J Σ Jᵀ + R,
         parameter uncertainty included; exact for the linear model), for uncertainty
         bands; ``"mc"``: Monte Carlo over θ ~ q through the model itself; ``"plugin"``:
         the mean's prediction, observation noise only (drops parameter uncertainty), for
-        point predictions. See :ref:`Choosing a configuration <choosing-predictive>` and
+        point predictions. ``"auto"`` is ``"linmc"`` here (it exists for symmetry with
+        ``BongClassifier``, where it depends on the model). See
+        :ref:`Choosing a configuration <choosing-predictive>` and
         :doc:`/user_guide/predictive`.
     predictive_samples : int, default=100
         Samples of the ``mc`` predictive.

@@ -129,3 +129,24 @@ def test_classifier_biases_keep_the_prior_variance():
     reg = BongRegressor(family="full", prior_variance=0.5, obs_variance=1.0, dtype="float64")
     reg.fit(X, [0.0, 1.0], sample_weight=[1e-12, 1e-12])
     np.testing.assert_allclose(reg.posterior_var_, [0.5, 0.5, 100.0], rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("hidden", "expected"), [((), "linmc"), ((4,), "plugin")], ids=["linear", "network"]
+)
+def test_classifier_predictive_auto_follows_the_model(hidden, expected):
+    # "auto" (the default) is linmc for the linear model and plugin for networks
+    # (doc: Which predictive); the regressor's "auto" is linmc whatever the model
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(int)
+    clf = BongClassifier(hidden_layer_sizes=hidden, random_state=0).fit(X, y)
+    assert clf.predictive == "auto"
+    auto = clf.predict_proba(X[:5])
+    np.testing.assert_array_equal(auto, clf.set_params(predictive=expected).predict_proba(X[:5]))
+    other = "plugin" if expected == "linmc" else "linmc"
+    assert not np.array_equal(auto, clf.set_params(predictive=other).predict_proba(X[:5]))
+    reg = BongRegressor(hidden_layer_sizes=hidden, random_state=0).fit(X, X[:, 0])
+    _, std = reg.set_params(predictive="auto").predict(X[:5], return_std=True)
+    _, lin = reg.set_params(predictive="linmc").predict(X[:5], return_std=True)
+    np.testing.assert_array_equal(std, lin)
