@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import engine
 from ._guard import _check_not_forked
+from .adapters import _as_model, _framework_of
 
 _PREDICT_BLOCKS = (8, 128, 1024)
 """Row-block sizes of the compiled predictives: a call pads its rows up to the smallest
@@ -26,14 +27,15 @@ exist per predictive, configuration and feature count."""
 
 
 def _check_model(model):
-    if model is None:
+    if model is None or _framework_of(model) is not None:  # a flax or equinox network
         return
     init = getattr(model, "init", None) if not isinstance(model, tuple) else model[0]
     apply = getattr(model, "apply", None) if not isinstance(model, tuple) else model[1]
     if not (callable(init) and callable(apply)) or (isinstance(model, tuple) and len(model) != 2):
         raise ValueError(
-            "model must be None, a pair (init, apply) of callables, or an object with "
-            f"callable .init and .apply attributes; got {model!r}"
+            "model must be None, a pair (init, apply) of callables, an object with "
+            "callable .init and .apply attributes, or a flax or equinox network; got "
+            f"{model!r}"
         )
 
 
@@ -60,6 +62,11 @@ class PosteriorMixin:
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         return tags
+
+    def _poor_score(self):
+        """scikit-learn's ``poor_score`` tag (set by the regression and classification
+        faces): whether the checks' score thresholds are not promised. False here."""
+        return False
 
     @classmethod
     def _get_param_names(cls):
@@ -111,9 +118,8 @@ class PosteriorMixin:
             return engine.MLP(
                 n_features, n_outputs, hidden, self.activation, bool(self.fit_intercept)
             )
-        init, apply = (
-            self.model if isinstance(self.model, tuple) else (self.model.init, self.model.apply)
-        )
+        model = _as_model(self.model)
+        init, apply = model if isinstance(model, tuple) else (model.init, model.apply)
         return engine.UserModel(init, apply, n_features, n_outputs)
 
     def _key(self, purpose):
