@@ -7,6 +7,7 @@ uncertain they are. The numerical engine is :mod:`skbong.engine` (pure JAX).
 """
 
 from ._classifier import BongClassifier
+from ._compat import expected_failed_checks
 from ._regressor import BongRegressor
 from ._variational import VariationalClassifier, VariationalRegressor
 from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
@@ -22,6 +23,7 @@ __all__ = [
     "StreamingPipeline",
     "VariationalClassifier",
     "VariationalRegressor",
+    "expected_failed_checks",
     "make_streaming_pipeline",
     "__version__",
 ]

@@ -19,6 +19,11 @@ class ClassifierFace:
 
     _y_numeric = False
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.poor_score = self._poor_score()
+        return tags
+
     def _likelihood(self, n_outputs):
         return "bernoulli" if n_outputs == 1 else "categorical"
 
@@ -177,7 +182,8 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
     model : tuple (init, apply) or object with ``.init`` and ``.apply``, default=None
         A user JAX model ``init(key, n_features, n_outputs) -> params`` and
         ``apply(params, X) -> logits`` (n_outputs is 1 for two classes, else the number
-        of classes); overrides ``hidden_layer_sizes`` and ``activation``.
+        of classes); overrides ``hidden_layer_sizes`` and ``activation``. A flax or
+        equinox network is taken through :mod:`skbong.adapters`.
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
     family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"

@@ -33,6 +33,7 @@ class RegressorFace:
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
+        tags.regressor_tags.poor_score = self._poor_score()
         return tags
 
     def _likelihood(self, n_outputs):
@@ -346,6 +347,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         A user JAX model ``init(key, n_features, n_outputs) -> params`` and
         ``apply(params, X) -> outputs``; overrides ``hidden_layer_sizes`` and
         ``activation``. Must be picklable (module-level functions) to pickle the estimator.
+        A flax or equinox network is taken through :mod:`skbong.adapters`.
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
     family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"

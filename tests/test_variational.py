@@ -18,25 +18,20 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skbong import SkippedRowsWarning, VariationalClassifier, VariationalRegressor
+from skbong import (
+    SkippedRowsWarning,
+    VariationalClassifier,
+    VariationalRegressor,
+    expected_failed_checks,
+)
 from skbong.engine import epochs
 
 FAST = dict(max_iter=30, learning_rate=0.1, precision_rate=0.1, random_state=0)
 
-SAMPLE_WEIGHT_REASON = (
-    "a weight w is w repeated rows in the likelihood and the Fisher, but a repeated row "
-    "also changes N and the mini-batches it lands in, and the MC samples differ: the two "
-    "fits agree in distribution, not to rtol=1e-7"
-)
-
-
-def _expected_failed(estimator):
-    return {"check_sample_weight_equivalence_on_dense_data": SAMPLE_WEIGHT_REASON}
-
 
 @parametrize_with_checks(
     [VariationalRegressor(**FAST), VariationalClassifier(**FAST)],
-    expected_failed_checks=_expected_failed,
+    expected_failed_checks=expected_failed_checks,
 )
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
