@@ -163,6 +163,14 @@ class _Network:
             )
         return jnp.zeros((1, *shape), dtype)
 
+    def _stored_params(self, n_features, n_outputs):
+        """The parameters held by the adapter (the module as built: the prior mean of
+        nnx and equinox), after checking the network's output width on one row."""
+        params = jax.tree_util.tree_map(jnp.asarray, self.params)
+        x = self._example(n_features, jnp.float32)
+        self._check_outputs(jax.eval_shape(self.apply, params, x).shape, n_outputs)
+        return params
+
     @staticmethod
     def _check_outputs(shape, n_outputs):
         width = math.prod(shape[1:])
@@ -304,10 +312,7 @@ class NNXModel(_Network):
     @_ValueMethod
     def init(self, key, n_features, n_outputs):
         """The module's parameters, the prior mean (``key`` is not used)."""
-        params = jax.tree_util.tree_map(jnp.asarray, self.params)
-        x = self._example(n_features, jnp.float32)
-        self._check_outputs(jax.eval_shape(self.apply, params, x).shape, n_outputs)
-        return params
+        return self._stored_params(n_features, n_outputs)
 
     @_ValueMethod
     def apply(self, params, X):
@@ -353,10 +358,7 @@ class EquinoxModel(_Network):
     @_ValueMethod
     def init(self, key, n_features, n_outputs):
         """The module's floating-point arrays, the prior mean (``key`` is not used)."""
-        params = jax.tree_util.tree_map(jnp.asarray, self.params)
-        x = self._example(n_features, jnp.float32)
-        self._check_outputs(jax.eval_shape(self.apply, params, x).shape, n_outputs)
-        return params
+        return self._stored_params(n_features, n_outputs)
 
     @_ValueMethod
     def apply(self, params, X):
