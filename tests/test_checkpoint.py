@@ -34,15 +34,13 @@ What is tested, and why the tolerances are what they are:
 """
 
 import copy
-import os
 import pickle
-import subprocess
-import sys
 import textwrap
 
 import joblib
 import numpy as np
 import pytest
+from _subprocess import run_pickled
 
 from skbong import BongClassifier, BongRegressor
 
@@ -198,17 +196,7 @@ def test_resume_in_another_process(tmp_path):
             _call(est, i)
         jobs[(kind, name, dtype)] = pickle.loads(pickle.dumps(est))
         expected[(kind, name, dtype)] = _resume(est)
-    src, out = tmp_path / "jobs.pkl", tmp_path / "results.pkl"
-    src.write_bytes(pickle.dumps(jobs))
-    script = RESUME_SCRIPT.format(tests=os.path.dirname(__file__))
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(src), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = pickle.loads(out.read_bytes())
+    results = run_pickled(RESUME_SCRIPT, jobs, tmp_path)
     assert results.keys() == expected.keys()
     for key in expected:
         _assert_same(results[key], expected[key])

@@ -23,10 +23,7 @@ What is tested, and why:
 """
 
 import copy
-import os
 import pickle
-import subprocess
-import sys
 import textwrap
 import types
 
@@ -34,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _subprocess import run_pickled
 from numpy.testing import assert_array_equal
 from sklearn.model_selection import KFold, cross_validate
 
@@ -127,17 +125,7 @@ RESUME_SCRIPT = textwrap.dedent(
 
 def test_user_model_in_a_fresh_process(tmp_path):
     est = _reg(model=(linear_init, linear_apply)).fit(X[:8], Y[:8])
-    src, out = tmp_path / "est.pkl", tmp_path / "out.pkl"
-    src.write_bytes(pickle.dumps(est))
-    script = RESUME_SCRIPT.format(tests=os.path.dirname(__file__))
-    proc = subprocess.run(
-        [sys.executable, "-c", script, str(src), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    first, resumed = pickle.loads(out.read_bytes())
+    first, resumed = run_pickled(RESUME_SCRIPT, est, tmp_path)
     assert_array_equal(first, est.predict(X))
     est.partial_fit(X[8:], Y[8:])
     assert_array_equal(resumed.posterior_mean_, est.posterior_mean_)
