@@ -8,6 +8,7 @@ uncertain they are. The numerical engine is :mod:`skbong.engine` (pure JAX).
 
 from ._classifier import BongClassifier
 from ._compat import expected_failed_checks
+from ._poisson import BongPoissonRegressor
 from ._regressor import BongRegressor
 from ._variational import VariationalClassifier, VariationalRegressor
 from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
@@ -17,6 +18,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BongClassifier",
+    "BongPoissonRegressor",
     "BongRegressor",
     "NonFiniteUpdateError",
     "SkippedRowsWarning",

@@ -25,6 +25,7 @@ from sklearn.utils.estimator_checks import (
 
 from skbong import (
     BongClassifier,
+    BongPoissonRegressor,
     BongRegressor,
     VariationalClassifier,
     VariationalRegressor,
@@ -53,6 +54,7 @@ CLASSIFIER_CONFIGS = [
     {"family": "full_moment", "rule": "blr", "n_iter": 2, "backtrack": 20, "predictive": "plugin"},
     {"family": "diag", "rule": "bbb", "hessian": "mc_ef", "n_iter": 2, "mc_samples": 4},
 ]
+POISSON_CONFIGS = [{}]
 CONFIGS = REGRESSOR_CONFIGS + CLASSIFIER_CONFIGS
 
 
@@ -63,7 +65,11 @@ def _check_name(check):
 
 
 def _estimators():
-    for cls, configs in ((BongRegressor, REGRESSOR_CONFIGS), (BongClassifier, CLASSIFIER_CONFIGS)):
+    for cls, configs in (
+        (BongRegressor, REGRESSOR_CONFIGS),
+        (BongClassifier, CLASSIFIER_CONFIGS),
+        (BongPoissonRegressor, POISSON_CONFIGS),
+    ):
         for params in configs:
             yield cls(random_state=0, **params)
 

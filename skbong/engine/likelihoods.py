@@ -13,6 +13,14 @@ Each likelihood gives, for one row with output ``f`` (shape ``(C,)``) and target
   :class:`~skbong.engine.types.Curv`);
 * ``mean(f)``: E[y | f] (probabilities for the classifiers).
 
+The predictive pieces (:mod:`.predictive`), ``None`` where they do not apply:
+
+* ``cond_moments(f, obs_var)``: E[y | f] and Var[y | f], for the count and real-valued
+  likelihoods (the Monte Carlo and plug-in predictive moments);
+* ``gauss_moments(m, v, obs_var)``: E[y] and Var[y] in closed form when the output is
+  f ~ N(m, v) (the linearised predictive);
+* ``class_log_prob(f)``: log p(y = k | f) for each class k, for the classifiers.
+
 ``obs_var`` is the Gaussian observation variance (scalar or one per output); the
 other likelihoods ignore it.
 """
@@ -33,6 +41,9 @@ class Likelihood(NamedTuple):
     fisher_factor: Callable
     grad_coef: Callable
     mean: Callable
+    cond_moments: Callable | None = None
+    gauss_moments: Callable | None = None
+    class_log_prob: Callable | None = None
 
 
 def _gauss_log_prob(y, f, obs_var):
@@ -110,12 +121,49 @@ def _pois_coef(y, f, obs_var):
     return y * jnp.exp(-0.5 * f) - jnp.exp(0.5 * f)
 
 
+def _gauss_cond_moments(f, obs_var):
+    return f, jnp.broadcast_to(obs_var, f.shape)
+
+
+def _gauss_gauss_moments(m, v, obs_var):
+    return m, v + obs_var
+
+
+def _bern_class_log_prob(f):
+    return jnp.concatenate([jax.nn.log_sigmoid(-f), jax.nn.log_sigmoid(f)], axis=-1)
+
+
+def _pois_cond_moments(f, obs_var):
+    rate = jnp.exp(f)
+    return rate, rate
+
+
+def _pois_gauss_moments(m, v, obs_var):
+    # f ~ N(m, v): E[e^f] = e^{m + v/2} (the log-normal mean) and
+    # Var[y] = E[Var(y | f)] + Var[E(y | f)] = E[e^f] + (e^v − 1) E[e^f]²
+    rate = jnp.exp(m + 0.5 * v)
+    return rate, rate + jnp.expm1(v) * rate**2
+
+
 LIKELIHOODS = {
     "gaussian": Likelihood(
-        "gaussian", _gauss_log_prob, _gauss_grad, _gauss_factor, _gauss_coef, lambda f: f
+        "gaussian",
+        _gauss_log_prob,
+        _gauss_grad,
+        _gauss_factor,
+        _gauss_coef,
+        lambda f: f,
+        cond_moments=_gauss_cond_moments,
+        gauss_moments=_gauss_gauss_moments,
     ),
     "bernoulli": Likelihood(
-        "bernoulli", _bern_log_prob, _bern_grad, _bern_factor, _bern_coef, jax.nn.sigmoid
+        "bernoulli",
+        _bern_log_prob,
+        _bern_grad,
+        _bern_factor,
+        _bern_coef,
+        jax.nn.sigmoid,
+        class_log_prob=_bern_class_log_prob,
     ),
     "categorical": Likelihood(
         "categorical",
@@ -124,8 +172,16 @@ LIKELIHOODS = {
         _cat_factor,
         _cat_coef,
         lambda f: jax.nn.softmax(f, axis=-1),
+        class_log_prob=lambda f: jax.nn.log_softmax(f, axis=-1),
     ),
     "poisson": Likelihood(
-        "poisson", _pois_log_prob, _pois_grad, _pois_factor, _pois_coef, jnp.exp
+        "poisson",
+        _pois_log_prob,
+        _pois_grad,
+        _pois_factor,
+        _pois_coef,
+        jnp.exp,
+        cond_moments=_pois_cond_moments,
+        gauss_moments=_pois_gauss_moments,
     ),
 }

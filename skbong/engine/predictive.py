@@ -1,8 +1,9 @@
 """Posterior predictive distributions (section 5, appendix B.2).
 
 * ``plugin``: p(y | f(x, μ)).
-* ``linmc``: θₛ ~ q and fₛ = f(x, μ) + J (θₛ − μ); for Gaussian regression the
-  closed form N(f(x, μ), J Σ Jᵀ + R).
+* ``linmc``: θₛ ~ q and fₛ = f(x, μ) + J (θₛ − μ); the moments of y in closed form
+  where the likelihood gives them for f ~ N(f(x, μ), J Σ Jᵀ) (Gaussian:
+  N(f(x, μ), J Σ Jᵀ + R); Poisson: the log-normal moments of the rate).
 * ``mc``: fₛ = f(x, θₛ).
 
 One set of S parameter samples is drawn per call from ``key`` and shared across all
@@ -18,6 +19,7 @@ import jax.numpy as jnp
 
 from .curvature import output_jacobians
 from .families import FAMILIES
+from .likelihoods import LIKELIHOODS
 
 PREDICTIVES = ("plugin", "linmc", "mc")
 
@@ -40,24 +42,37 @@ sample_outputs = jax.jit(output_samples, static_argnames=("config", "kind", "n_s
 """Jitted :func:`output_samples`."""
 
 
+def output_moments(config, state, x):
+    """The linearised output f ~ N(f(x, μ), J Σ Jᵀ): its mean and marginal variances
+    diag(J Σ Jᵀ), each (n, C)."""
+    _, jac = output_jacobians(config, state.mean, x)
+    var = jnp.diagonal(FAMILIES[config.family].output_cov(state, jac), axis1=1, axis2=2)
+    return config.model.apply(state.mean, x), var
+
+
+@partial(jax.jit, static_argnames=("config",))
+def predict_output_moments(config, state, x, key=None):
+    """Jitted :func:`output_moments` (``key`` is unused: the estimators' predictive
+    signature)."""
+    return output_moments(config, state, x)
+
+
 @partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
 def predict_moments(config, state, hyper, x, key, kind, n_samples):
-    """Mean and variance of y for the Gaussian and Poisson likelihoods, each (n, C).
+    """Mean and variance of y, each (n, C), for a likelihood with moments (Gaussian,
+    Poisson): the likelihood's closed form under the linearised output
+    f ~ N(f(x, μ), diag J Σ Jᵀ) for ``linmc``, else E[E(y | f)] and
+    E[Var(y | f)] + Var[E(y | f)] over the output samples (the law of total variance).
 
     The Gaussian variance includes the observation noise R.
     """
-    if config.likelihood == "gaussian" and kind == "linmc":
-        _, jac = output_jacobians(config, state.mean, x)
-        out_cov = FAMILIES[config.family].output_cov(state, jac)
-        var = jnp.diagonal(out_cov, axis1=1, axis2=2)
-        return config.model.apply(state.mean, x), var + hyper.obs_var
-    f = output_samples(config, state, x, key, kind, n_samples)
-    if config.likelihood == "gaussian":
-        return jnp.mean(f, axis=0), jnp.var(f, axis=0) + hyper.obs_var
-    if config.likelihood == "poisson":
-        rate = jnp.exp(f)
-        return jnp.mean(rate, axis=0), jnp.mean(rate, axis=0) + jnp.var(rate, axis=0)
-    raise ValueError(f"predict_moments does not apply to likelihood={config.likelihood!r}")
+    lik = LIKELIHOODS[config.likelihood]
+    if lik.cond_moments is None:
+        raise ValueError(f"predict_moments does not apply to likelihood={config.likelihood!r}")
+    if kind == "linmc":
+        return lik.gauss_moments(*output_moments(config, state, x), hyper.obs_var)
+    mean, var = lik.cond_moments(output_samples(config, state, x, key, kind, n_samples), hyper.obs_var)
+    return jnp.mean(mean, axis=0), jnp.mean(var, axis=0) + jnp.var(mean, axis=0)
 
 
 @partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
@@ -87,11 +102,8 @@ def predict_moments_grad(config, state, hyper, x, key, kind, n_samples):
 @partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
 def predict_log_proba(config, state, x, key, kind, n_samples):
     """Log class probabilities (n, K) for the Bernoulli (K = 2) and categorical likelihoods."""
-    f = output_samples(config, state, x, key, kind, n_samples)
-    if config.likelihood == "bernoulli":
-        logp = jnp.concatenate([jax.nn.log_sigmoid(-f), jax.nn.log_sigmoid(f)], axis=-1)
-    elif config.likelihood == "categorical":
-        logp = jax.nn.log_softmax(f, axis=-1)
-    else:
+    lik = LIKELIHOODS[config.likelihood]
+    if lik.class_log_prob is None:
         raise ValueError(f"predict_log_proba does not apply to likelihood={config.likelihood!r}")
-    return jax.nn.logsumexp(logp, axis=0) - jnp.log(jnp.asarray(f.shape[0], f.dtype))
+    logp = lik.class_log_prob(output_samples(config, state, x, key, kind, n_samples))
+    return jax.nn.logsumexp(logp, axis=0) - jnp.log(jnp.asarray(logp.shape[0], logp.dtype))

@@ -1,0 +1,357 @@
+"""BongPoissonRegressor: online Bayesian regression of counts (Poisson likelihood, log link)."""
+
+import numpy as np
+import scipy.special
+from sklearn.base import RegressorMixin
+from sklearn.metrics import d2_tweedie_score
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from . import engine
+from ._base import BongBase
+
+_HERMITE_NODES = 40
+"""Gauss–Hermite nodes of the ``linmc`` predictive pmf (exact for polynomials of degree
+79 in the standardised log-rate; the log-normal–Poisson integrand is smooth)."""
+
+
+class BongPoissonRegressor(RegressorMixin, BongBase):
+    """Online Bayesian Poisson regression by the BONG family (Jones, Chang & Murphy, 2024).
+
+    Counts y ∈ {0, 1, 2, …} with y ~ Poisson(λ), log λ = f(x, θ) (the canonical log
+    link of ``sklearn.linear_model.PoissonRegressor``; f is linear by default, an MLP
+    with ``hidden_layer_sizes``, or any JAX model). A Gaussian belief over θ is updated
+    one observation (or mini-batch) at a time with the chosen ``rule``, ``hessian``
+    estimator and variational ``family``; with the linear model, ``family="full"`` and
+    ``hessian="lin_hess"`` each step is one Newton step of the log posterior from the
+    prior mean of the step (the CM-EKF / conditional-moments update of a GLM).
+
+    Parameters
+    ----------
+    hidden_layer_sizes : int or tuple of int, default=()
+        Hidden layer widths of the MLP giving the log-rate; ``()`` is the log-linear
+        model of ``PoissonRegressor``.
+    activation : {"relu", "tanh", "gelu", "sigmoid", "identity"}, default="relu"
+        Hidden-layer activation.
+    model : tuple (init, apply) or object with ``.init`` and ``.apply``, default=None
+        A user JAX model of the log-rate (see :class:`BongRegressor`).
+    fit_intercept : bool, default=True
+        Learn an intercept (linear models).
+    family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
+        Variational family (see :class:`BongRegressor` and
+        :ref:`Choosing a configuration <choosing-family>`).
+    rank : int, default=10
+        Rank of the ``dlr`` precision's low-rank part (clamped to the number of
+        parameters).
+    rule : {"bong", "bog", "blr", "bbb"}, default="bong"
+        Update rule (see :class:`BongRegressor` and :doc:`/user_guide/rules`).
+    hessian : {"lin_hess", "lin_ef", "mc_ef", "mc_hess"}, default="lin_hess"
+        Gradient and curvature estimator (see :doc:`/user_guide/estimators`).
+    learning_rate : float, default=0.1
+        Step size α of bog, blr (α ≤ 1) and bbb.
+    n_iter : int, default=10
+        Inner steps of blr and bbb.
+    mc_samples : int, default=10
+        Samples of the MC estimators.
+    backtrack : int, default=0
+        Step halvings allowed per (inner) step before a row is refused (see
+        :class:`BongRegressor`).
+    prior_variance : float or "auto", default=1.0
+        Prior variance σ₀² of the weights of the log-rate (fan-in scaled for networks,
+        as in :class:`BongRegressor`; the intercept keeps σ₀², since it is a
+        log-rate), or ``"auto"`` for a bank of prior variances weighted by their
+        one-step-ahead (plug-in) predictive log-likelihood.
+    drift : float in (0, 1], default=1.0
+        Ornstein–Uhlenbeck decay γ toward the prior before each update (non-stationary
+        rates).
+    process_noise : float, default=0.0
+        Isotropic process noise q added before each update.
+    batch_size : int, default=1
+        Rows treated as one likelihood term per update.
+    predictive : {"linmc", "plugin", "mc", "auto"}, default="auto"
+        Posterior predictive of ``predict``, ``predict_logpmf`` and the returned
+        standard deviation. ``"linmc"`` (``"auto"``): the log-rate linearised,
+        f ~ N(f(x, μ), J Σ Jᵀ), in closed form: E[y] = exp(m + v/2) and
+        Var[y] = E[y] + (eᵛ − 1) E[y]² (exact for the linear model); ``"mc"``:
+        Monte Carlo over θ ~ q; ``"plugin"``: exp f(x, μ), no parameter uncertainty
+        (``PoissonRegressor``'s prediction).
+    predictive_samples : int, default=100
+        Samples of the ``mc`` predictive.
+    dtype : {"float32", "float64"}, default="float32"
+        Working precision (float64 is enabled locally, never globally).
+    on_error : {"raise", "skip"}, default="raise"
+        What to do with an update that would give a non-finite posterior.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the network prior mean, the MC estimators and the MC predictive.
+    verbose : int, default=0
+        Show a progress bar while learning.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Feature names, when X was a DataFrame with string column names.
+    n_observations_ : int
+        Rows learned so far.
+    n_skipped_ : int
+        Rows whose update was skipped (``on_error="skip"``).
+    posterior_mean_ : ndarray of shape (P,)
+        Posterior mean of all parameters.
+    posterior_var_ : ndarray of shape (P,)
+        Posterior marginal variances.
+    coef_ : ndarray of shape (n_features,)
+        Posterior mean weights of the log-rate (linear models only).
+    intercept_ : float
+        Posterior mean intercept of the log-rate (linear models only).
+
+    See Also
+    --------
+    BongRegressor : Gaussian regression.
+    sklearn.linear_model.PoissonRegressor : Batch (MAP) Poisson regression.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbong import BongPoissonRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(500, 2))
+    >>> y = rng.poisson(np.exp(0.5 + X @ [0.3, -0.2]))
+    >>> reg = BongPoissonRegressor(family="full").fit(X, y)
+    >>> np.round(reg.coef_, 1)
+    array([ 0.3, -0.2])
+    >>> mean, std = reg.predict(X[:2], return_std=True)
+    """
+
+    _y_numeric = True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = True  # counts
+        tags.regressor_tags.poor_score = True  # counts: the checks' R² 0.5 is not promised
+        return tags
+
+    def _likelihood(self, n_outputs):
+        return "poisson"
+
+    def _predictive_kind(self):
+        """The predictive in use: ``"auto"`` is ``"linmc"`` (closed form)."""
+        return "linmc" if self.predictive == "auto" else self.predictive
+
+    def _encode_y(self, y, first):
+        y = column_or_1d(y, warn=True).astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("Input y contains NaN or infinity")
+        if np.any(y < 0):
+            raise ValueError(
+                f"BongPoissonRegressor needs non-negative counts y; got a minimum of {y.min():g}"
+            )
+        if first:  # log of the mean count, kept finite for all-zero counts
+            self.prior_intercept_ = float(np.log((y.sum() + 0.5) / len(y)))
+        return y[:, None], 1, 1.0
+
+    def _reset(self, n_features, n_outputs, hidden):
+        """The prior of :class:`BongBase`, with the output bias (the intercept of the
+        log-rate) centred at ``prior_intercept_``."""
+        config = super()._reset(n_features, n_outputs, hidden)
+        model = config.model
+        if isinstance(model, engine.MLP) and (model.fit_intercept or model.hidden):
+            shift = np.zeros(self._prior_mean.shape[-1], self._prior_mean.dtype)
+            shift[-1] = self.prior_intercept_  # the output bias is the last parameter
+            self._prior_mean = self._prior_mean + shift
+            self._state = (self._state[0] + shift, *self._state[1:])
+        return config
+
+    def _linear_attributes(self, weights, bias):
+        return weights[0], float(bias[0])
+
+    def _moments(self, X, kind):
+        """Predictive mean and variance of y at X under ``kind``, float64 (n,): the
+        mixture over the bank with ``prior_variance="auto"``."""
+        check_is_fitted(self, "_state")
+        hyper = engine.Hyper(None, np.asarray(1.0, self._jax_dtype()), None, None, None)
+        mean = second = 0.0
+        for wt, state, _ in self._components():
+            m, v = self._predict_rows(
+                X,
+                lambda cfg, st, x, key: engine.predict_moments(
+                    cfg, st, hyper, x, key, kind, int(self.predictive_samples)
+                ),
+                state=state,
+                sampled=kind == "mc",
+            )
+            m, v = m[:, 0].astype(np.float64), v[:, 0].astype(np.float64)
+            mean, second = mean + wt * m, second + wt * (v + m * m)
+        return mean, np.maximum(second - mean * mean, 0.0)
+
+    def predict(self, X, return_std=False):
+        """Posterior predictive mean of the count y (and its standard deviation).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        return_std : bool, default=False
+            Also return the predictive standard deviation of y (Poisson noise and
+            parameter uncertainty, by the law of total variance).
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+            E[y | x, data] under ``predictive``; ``exp f(x, μ)`` for ``"plugin"``.
+        std : ndarray of shape (n_samples,)
+            Predictive standard deviation; only when ``return_std=True``.
+        """
+        mean, var = self._moments(X, self._predictive_kind())
+        return (mean, np.sqrt(var)) if return_std else mean
+
+    def predict_logpmf(self, X, y):
+        """Log posterior predictive probability of each count, log p(y | x, data).
+
+        ``linmc``: the Poisson–log-normal integral over f ~ N(f(x, μ), J Σ Jᵀ) by
+        Gauss–Hermite quadrature; ``mc``: the mean over parameter samples; ``plugin``:
+        the Poisson pmf at exp f(x, μ).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,)
+            Counts.
+
+        Returns
+        -------
+        logpmf : ndarray of shape (n_samples,)
+            Log probabilities (nats).
+        """
+        check_is_fitted(self, "_state")
+        y = column_or_1d(y).astype(np.float64)
+        kind = self._predictive_kind()
+        per, log_w = [], []
+        for wt, state, _ in self._components():
+            f = self._log_rate_samples(X, kind, state)  # (S, n) with log-weights (S,)
+            if f[0].shape[1] != len(y):
+                raise ValueError(f"y has {len(y)} rows, X {f[0].shape[1]}")
+            log_pmf = y * f[0] - np.exp(f[0]) - scipy.special.gammaln(y + 1.0)
+            per.append(scipy.special.logsumexp(log_pmf + f[1][:, None], axis=0))
+            log_w.append(np.log(wt))
+        return scipy.special.logsumexp(np.array(per) + np.array(log_w)[:, None], axis=0)
+
+    def _log_rate_samples(self, X, kind, state):
+        """Log-rates f (S, n) and their log-weights (S,) that represent the predictive
+        over f: Gauss–Hermite nodes for ``linmc``, parameter samples for ``mc``, the
+        single plug-in value for ``plugin``."""
+        if kind == "linmc":
+            m, v = self._predict_rows(X, engine.predictive.predict_output_moments, state=state)
+            t, w = np.polynomial.hermite.hermgauss(_HERMITE_NODES)
+            f = m[:, 0].astype(np.float64) + np.sqrt(2.0 * v[:, 0].astype(np.float64)) * t[:, None]
+            return f, np.log(w / np.sqrt(np.pi))
+        n = 1 if kind == "plugin" else int(self.predictive_samples)
+        (f,) = self._predict_rows(
+            X,
+            lambda cfg, st, x, key: (engine.sample_outputs(cfg, st, x, key, kind, n)[..., 0].T,),
+            state=state,
+            sampled=kind == "mc",
+        )
+        return f.astype(np.float64).T, np.full(n, -np.log(n))
+
+    def sample_y(self, X, n_samples=1, random_state=None):
+        """Draw counts from the posterior predictive: θ ~ q, then y ~ Poisson(exp f(x, θ)).
+        With the same ``random_state``, Poisson draws at the rates of :meth:`sample_f`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Draws per row.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples)
+            Counts (float64); one parameter sample is shared by all rows of a draw.
+        """
+        rng, draws = self._draw_outputs(X, n_samples, random_state)
+        rate = np.exp(np.concatenate([f for _, f in draws], axis=-1)[:, 0, :])
+        return rng.poisson(rate).astype(np.float64)
+
+    def sample_f(self, X, n_samples=1, random_state=None):
+        """Draw noise-free rates λ(x, θ) = exp f(x, θ), θ ~ q, from the posterior.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Draws per row.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        rate_samples : ndarray of shape (n_samples_X, n_samples)
+            Rates; one parameter sample is shared by all rows of a draw.
+        """
+        _, draws = self._draw_outputs(X, n_samples, random_state)
+        return np.exp(np.concatenate([f for _, f in draws], axis=-1)[:, 0, :])
+
+    def score(self, X, y, sample_weight=None):
+        """D², the fraction of Poisson deviance explained (``PoissonRegressor.score``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,)
+            Counts.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights.
+
+        Returns
+        -------
+        score : float
+            1 − D(y, ŷ) / D(y, ȳ) with the Poisson deviance D and ŷ = ``predict(X)``.
+        """
+        return d2_tweedie_score(y, self.predict(X), sample_weight=sample_weight, power=1)
+
+    def fit(self, X, y, sample_weight=None):
+        """Forget everything, then learn from the rows of X in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,)
+            Non-negative counts.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Multiplies each row's log-likelihood term.
+
+        Returns
+        -------
+        self : BongPoissonRegressor
+            The fitted estimator.
+        """
+        return self._fit_rows(X, y, sample_weight, reset=True)
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Continue learning from the current posterior with the rows of X in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs; any number of rows, even one.
+        y : array-like of shape (n_samples,)
+            Non-negative counts.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Multiplies each row's log-likelihood term.
+
+        Returns
+        -------
+        self : BongPoissonRegressor
+            The updated estimator.
+        """
+        return self._fit_rows(X, y, sample_weight, reset=False)
+
+
+__all__ = ["BongPoissonRegressor"]
