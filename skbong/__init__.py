@@ -8,9 +8,11 @@ uncertain they are. The numerical engine is :mod:`skbong.engine` (pure JAX).
 
 from ._classifier import BongClassifier
 from ._compat import expected_failed_checks
+from ._merge import merge_posteriors
 from ._poisson import BongPoissonRegressor
 from ._regressor import BongRegressor
 from ._variational import VariationalClassifier, VariationalRegressor
+from .distributed import fit_partitions
 from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
 from .pipeline import StreamingPipeline, make_streaming_pipeline
 
@@ -26,6 +28,8 @@ __all__ = [
     "VariationalClassifier",
     "VariationalRegressor",
     "expected_failed_checks",
+    "fit_partitions",
     "make_streaming_pipeline",
+    "merge_posteriors",
     "__version__",
 ]
