@@ -10,6 +10,12 @@ shuffled order, row by row as one ``fit``; ``PoissonRegressor(alpha=0)`` (the ML
 explained), mean log predictive pmf (nats; sklearn's plug-in at its prediction) and
 fit time. Mean over ``--seeds`` seeds.
 
+The second table streams counts near 110 (b = 4.6) one row at a time for the first 100
+rows, after a first count of 0, 20 or 300 (or a typical one), and reports the held-out
+D² after 100, 500 and 2,000 rows with ``backtrack`` 0 (the published algorithm, "refused"
+where it raises) and 20 (the default overshoot guard), families dlr (the default), full
+and diag.
+
 Usage: ``python benchmarks/bench_poisson.py [--seeds 3] [--out FILE]``. About a minute.
 """
 
@@ -28,7 +34,7 @@ from sklearn.preprocessing import StandardScaler
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import parser, table, write_json  # noqa: E402
 
-from skbong import BongPoissonRegressor  # noqa: E402
+from skbong import BongPoissonRegressor, NonFiniteUpdateError  # noqa: E402
 
 WEIGHTS = np.array([0.3, -0.2, 0.1, 0.0, 0.25])
 
@@ -104,8 +110,42 @@ def main():
             rows.append({"data": label, "method": name, "D2": d2, "log pmf": lp, "fit s": t})
     table(rows, ["data", "method", "D2", "log pmf", "fit s"],
           {"D2": "{:.4f}", "log pmf": "{:.4f}", "fit s": "{:.2f}"})
-    write_json({"settings": vars(args) | {"out": str(args.out)}, "rows": rows},
-               "bench_poisson.json", args.out)
+    first_rows = first_count_table()
+    write_json({"settings": vars(args) | {"out": str(args.out)}, "rows": rows,
+                "first_count": first_rows}, "bench_poisson.json", args.out)
+
+
+def first_count_table():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(2400, 5))
+    y = rng.poisson(np.exp(4.6 + X @ WEIGHTS)).astype(float)
+    Xte, yte = X[2000:], y[2000:]
+    rows = []
+    for first in (0.0, 20.0, 300.0, None):
+        Xs = X[:2000] if first is None else np.vstack([X[:1], X[:1999]])
+        ys = y[:2000] if first is None else np.concatenate([[first], y[:1999]])
+        for family in ("dlr", "full", "diag"):
+            for backtrack in (0, 20):
+                est = BongPoissonRegressor(family=family, backtrack=backtrack)
+                row = {"first count": "typical" if first is None else first,
+                       "family": family, "backtrack": backtrack}
+                try:
+                    for i in range(100):
+                        est.partial_fit(Xs[i : i + 1], ys[i : i + 1])
+                    row["D2 @100"] = est.score(Xte, yte)
+                    est.partial_fit(Xs[100:500], ys[100:500])
+                    row["D2 @500"] = est.score(Xte, yte)
+                    est.partial_fit(Xs[500:], ys[500:])
+                    row["D2 @2000"] = est.score(Xte, yte)
+                except NonFiniteUpdateError:
+                    row["D2 @100"] = "refused"
+                rows.append(row)
+    ref = PoissonRegressor(alpha=0.0).fit(X[:2000], y[:2000]).score(Xte, yte)
+    rows.append({"first count": "PoissonRegressor (2000 rows)", "D2 @2000": ref})
+    print()
+    table(rows, ["first count", "family", "backtrack", "D2 @100", "D2 @500", "D2 @2000"],
+          {c: "{:.3f}" for c in ("D2 @100", "D2 @500", "D2 @2000")})
+    return rows
 
 
 if __name__ == "__main__":

@@ -52,9 +52,13 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         Inner steps of blr and bbb.
     mc_samples : int, default=10
         Samples of the MC estimators.
-    backtrack : int, default=0
-        Step halvings allowed per (inner) step before a row is refused (see
-        :class:`BongRegressor`).
+    backtrack : int, default=20
+        Step halvings allowed per (inner) step. A step is retaken at half the rate while
+        it would leave an invalid belief or, for ``bong`` and ``bog``, while it lowers
+        the row's log-likelihood below its value at the current mean: the log link's
+        Newton step from far below log y lands far above it (e^f overflows), which
+        this rejects. A step that does neither is the published algorithm's, unchanged;
+        0 runs the published algorithm everywhere (:ref:`counts`).
     prior_variance : float or "auto", default=1.0
         Prior variance σ₀² of the weights of the log-rate (fan-in scaled for networks,
         as in :class:`BongRegressor`; the intercept keeps σ₀², since it is a
@@ -123,6 +127,57 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
     """
 
     _y_numeric = True
+
+    def __init__(
+        self,
+        *,
+        hidden_layer_sizes=(),
+        activation="relu",
+        model=None,
+        fit_intercept=True,
+        family="dlr",
+        rank=10,
+        rule="bong",
+        hessian="lin_hess",
+        learning_rate=0.1,
+        n_iter=10,
+        mc_samples=10,
+        backtrack=20,
+        prior_variance=1.0,
+        drift=1.0,
+        process_noise=0.0,
+        batch_size=1,
+        predictive="auto",
+        predictive_samples=100,
+        dtype="float32",
+        on_error="raise",
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            hidden_layer_sizes=hidden_layer_sizes,
+            activation=activation,
+            model=model,
+            fit_intercept=fit_intercept,
+            family=family,
+            rank=rank,
+            rule=rule,
+            hessian=hessian,
+            learning_rate=learning_rate,
+            n_iter=n_iter,
+            mc_samples=mc_samples,
+            backtrack=backtrack,
+            prior_variance=prior_variance,
+            drift=drift,
+            process_noise=process_noise,
+            batch_size=batch_size,
+            predictive=predictive,
+            predictive_samples=predictive_samples,
+            dtype=dtype,
+            on_error=on_error,
+            random_state=random_state,
+            verbose=verbose,
+        )
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

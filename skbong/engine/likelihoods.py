@@ -21,6 +21,12 @@ The predictive pieces (:mod:`.predictive`), ``None`` where they do not apply:
   f ~ N(m, v) (the linearised predictive);
 * ``class_log_prob(f)``: log p(y = k | f) for each class k, for the classifiers.
 
+``guarded``: whether a one-step rule's step can overshoot far past the optimum, so that
+with ``backtrack`` it is also retaken at half the rate while it lowers the row's
+log-likelihood (:func:`.rules._no_overshoot`): the Poisson likelihood, whose gradient
+y − e^f is unbounded. (The Gaussian step is exact in the conjugate case, and the
+Bernoulli / categorical gradients are bounded.)
+
 ``obs_var`` is the Gaussian observation variance (scalar or one per output); the
 other likelihoods ignore it.
 """
@@ -44,6 +50,7 @@ class Likelihood(NamedTuple):
     cond_moments: Callable | None = None
     gauss_moments: Callable | None = None
     class_log_prob: Callable | None = None
+    guarded: bool = False
 
 
 def _gauss_log_prob(y, f, obs_var):
@@ -183,5 +190,6 @@ LIKELIHOODS = {
         jnp.exp,
         cond_moments=_pois_cond_moments,
         gauss_moments=_pois_gauss_moments,
+        guarded=True,
     ),
 }

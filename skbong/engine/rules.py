@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from .curvature import ESTIMATORS
 from .families import FAMILIES
+from .likelihoods import LIKELIHOODS
 
 
 class Rule(NamedTuple):
@@ -56,6 +57,9 @@ def update(config, predicted, x, y, w, hyper, key):
     alpha = 1.0 if rule.unit_rate else hyper.learning_rate
     prior = predicted if rule.kl else None
     n_steps = config.n_iter if rule.kl else 1
+    guard = None
+    if config.backtrack and LIKELIHOODS[config.likelihood].guarded and not rule.kl:
+        guard = _no_overshoot(config, predicted, x, y, w, hyper.obs_var)
 
     def inner(i, state):
         g, curv = estimate(
@@ -63,7 +67,8 @@ def update(config, predicted, x, y, w, hyper, key):
         )
         if not config.backtrack:
             return step(state, prior, g, curv, alpha)
-        return _backtracking(config, family, lambda a: step(state, prior, g, curv, a), alpha)
+        take = lambda a: step(state, prior, g, curv, a)  # noqa: E731
+        return _backtracking(config, family, take, alpha, guard)
 
     if n_steps == 1:
         return inner(0, predicted)
@@ -81,14 +86,50 @@ def _acceptable(config, family, state):
     return ok
 
 
-def _backtracking(config, family, take, alpha):
+def _row_log_lik(config, mean, x, y, w, obs_var):
+    """Σᵢ wᵢ log p(yᵢ | f(xᵢ, mean)): the batch's weighted log-likelihood at a mean."""
+    log_prob = LIKELIHOODS[config.likelihood].log_prob
+    f = config.model.apply(mean, x)
+    return jnp.sum(w * jax.vmap(log_prob, in_axes=(0, 0, None))(y, f, obs_var))
+
+
+class _Guard(NamedTuple):
+    start_mean: jnp.ndarray
+    ok: callable
+
+
+def _no_overshoot(config, predicted, x, y, w, obs_var):
+    """The overshoot test of a one-step rule's result (likelihoods with ``guarded``).
+
+    The one-row objective log p(y | θ) − ½ ‖θ − μ₀‖²_Λ₀ of BONG is maximal where its
+    likelihood term is at least log p(y | μ₀) (the prior term is largest at μ₀), so a
+    mean that lowers the batch's log-likelihood below its value at the predicted mean
+    μ₀ went past the optimum: with an exponential mean e^f, a Newton step from far below
+    log y lands far above it. Slack √ε (1 + |ℓ₀|) for rounding.
+    """
+    start = _row_log_lik(config, predicted.mean, x, y, w, obs_var)
+    slack = jnp.sqrt(jnp.finfo(start.dtype).eps) * (1.0 + jnp.abs(start))
+
+    def ok(new):
+        return _row_log_lik(config, new.mean, x, y, w, obs_var) >= start - slack
+
+    return _Guard(predicted.mean, ok)
+
+
+def _backtracking(config, family, take, alpha, guard=None):
     """``take(α)``, retaken at α/2, α/4, … (at most ``config.backtrack`` halvings) while
-    its result is not :func:`_acceptable`.
+    its result is not :func:`_acceptable`; then, with a ``guard``
+    (:func:`_no_overshoot`), a backtracking line search on the mean alone.
 
     A damped step in the same direction: the natural steps shrink the precision change
     α G̃, the moment steps the covariance change α Σ G̃ Σ (or (α/2) G̃), which for a small
     enough α keeps Σ positive definite. A step that is acceptable at α is taken
     unchanged, so the published algorithm is what runs wherever it works.
+
+    The guard's line search keeps that covariance (the curvature at the linearisation
+    point does not depend on how far the mean moves) and takes the mean μ + t (μ' − μ)
+    with t = 1, ½, ¼, … (at most ``config.backtrack`` halvings, the last one standing):
+    the damped Newton step, the standard globalisation of Newton's method.
     """
     first = take(alpha)
 
@@ -101,4 +142,17 @@ def _backtracking(config, family, take, alpha):
         return (k < config.backtrack) & ~_acceptable(config, family, new)
 
     _, new = jax.lax.while_loop(failing, retry, (jnp.asarray(0), first))
+    if guard is None:
+        return new
+    start, step = guard.start_mean, new.mean - guard.start_mean
+
+    def shorter(carry):
+        k, _ = carry
+        return k + 1, new._replace(mean=start + 0.5 ** (k + 1) * step)
+
+    def overshooting(carry):
+        k, cand = carry
+        return (k < config.backtrack) & ~guard.ok(cand)
+
+    _, new = jax.lax.while_loop(overshooting, shorter, (jnp.asarray(0), new))
     return new
