@@ -172,7 +172,7 @@ def dense_cov(est):
     Reads the private ``_state``: ``(mean, cov)`` for full, ``(mean, variances)`` for
     diag, ``(mean, Υ, W)`` with precision Υ + W Wᵀ for dlr (as benchmarks/paper does).
     """
-    state = [np.asarray(a, np.float64) for a in est._state]
+    state = [np.asarray(a, np.float64) for a in est.posterior_]
     if est.family == "dlr":
         return np.linalg.inv(np.diag(state[1]) + state[2] @ state[2].T)
     return np.diag(state[1]) if state[1].ndim == 1 else state[1]
@@ -287,7 +287,7 @@ def variance_diagnostics(fits, Xtr, ytr, Xte, yte, n_out, rng):
     assert np.allclose(plug, class_logp(moments["dlr", "dlr"][0]), atol=5e-3), "layout"
     lv = {c: np.diagonal(moments["full", c][1], axis1=1, axis2=2).ravel() for c in cov}
     mv = {c: np.diag(cov[c]) for c in cov}
-    w = np.asarray(dlr._state[2], np.float64)
+    w = np.asarray(dlr.posterior_.prec_lr, np.float64)
     span = {c: span_variances(cov[c], w) for c in cov}
     z = rng.standard_normal((SWAP_SAMPLES, n_out))
     out = {

@@ -119,7 +119,7 @@ def baseline(task, y):
 
 def soundness(est):
     """Finiteness, symmetry and positive definiteness of the belief (numbers, not flags)."""
-    state = [np.asarray(a) for a in est._state]
+    state = [np.asarray(a) for a in est.posterior_]
     out = {"finite": bool(all(np.all(np.isfinite(a)) for a in state))}
     if not out["finite"]:
         return out

@@ -15,7 +15,7 @@ A classifier is *calibrated* when, among the predictions it makes with confidenc
 The predictive can be changed on a fitted estimator with ``set_params``; nothing is
 refitted. We compare the three with reliability diagrams
 (:func:`skbong.plotting.plot_reliability`) and the expected calibration error
-(:func:`skbong.plotting.expected_calibration_error`) on held-out data, once after a
+(:func:`skbong.metrics.expected_calibration_error`) on held-out data, once after a
 short stream and once after a longer one.
 """
 
@@ -30,7 +30,8 @@ from sklearn.datasets import make_classification
 from sklearn.metrics import log_loss
 
 from skbong import BongClassifier
-from skbong.plotting import expected_calibration_error, plot_reliability
+from skbong.metrics import expected_calibration_error
+from skbong.plotting import plot_reliability
 
 X, y = make_classification(
     n_samples=3000,

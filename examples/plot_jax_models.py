@@ -28,7 +28,8 @@ from sklearn.datasets import load_digits
 
 from skbong import BongClassifier
 from skbong.adapters import from_flax
-from skbong.plotting import expected_calibration_error, plot_reliability
+from skbong.metrics import expected_calibration_error
+from skbong.plotting import plot_reliability
 
 
 class CNN(nn.Module):

@@ -7,7 +7,7 @@ variational *family* (the shape of the Gaussian belief). This example streams on
 data set — three interleaved spirals, learned by a small network — through several
 combinations and compares their **prequential** log-loss: every batch of 50 rows is
 first predicted, then learned from, so each row is scored by a model that never saw
-it (:func:`skbong.plotting.prequential_curve`).
+it (:func:`skbong.metrics.prequential_curve`).
 
 * Rules, with the default low-rank family (``dlr``, rank 10) and the linearised
   Hessian: BONG takes one natural-gradient step; BOG one plain-gradient step; BLR and
@@ -28,7 +28,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from skbong import BongClassifier
-from skbong.plotting import plot_prequential, prequential_curve
+from skbong.metrics import prequential_curve
+from skbong.plotting import plot_prequential
 
 rng = np.random.default_rng(0)
 n, n_classes = 800, 3

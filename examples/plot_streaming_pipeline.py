@@ -26,7 +26,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from skbong import BongClassifier, make_streaming_pipeline
-from skbong.plotting import plot_prequential, prequential_curve
+from skbong.metrics import prequential_curve
+from skbong.plotting import plot_prequential
 
 X, y = load_digits(return_X_y=True)
 order = np.random.default_rng(0).permutation(len(y))
@@ -39,7 +40,7 @@ print("a plain Pipeline has partial_fit:", hasattr(plain, "partial_fit"))
 # %%
 # One batch at a time
 # -------------------
-# This is what :func:`~skbong.plotting.prequential_curve` does for each learner below:
+# This is what :func:`~skbong.metrics.prequential_curve` does for each learner below:
 pipe = make_streaming_pipeline(
     StandardScaler(), BongClassifier(prior_variance=0.1, random_state=0)
 )

@@ -15,6 +15,7 @@ from sklearn.linear_model import SGDClassifier
 from sklearn.preprocessing import StandardScaler
 
 from . import BongClassifier, make_streaming_pipeline
+from .metrics import prequential_curve
 
 
 def _progress(total, enabled):
@@ -28,32 +29,21 @@ def _progress(total, enabled):
 
 
 def prequential(learners, X, y, classes, batch_size, show_progress=True):
-    """Predict each batch with every learner, then let it learn; return running curves."""
-    n_seen = []
-    stats = {name: {"correct": 0.0, "loss": 0.0, "n": 0, "acc": [], "ll": []} for name in learners}
-    seconds = dict.fromkeys(learners, 0.0)
-    bar = _progress(len(y), show_progress)
-    for start in range(0, len(y), batch_size):
-        xb, yb = X[start : start + batch_size], y[start : start + batch_size]
-        for name, learner in learners.items():
-            tic = time.perf_counter()
-            if start > 0:
-                proba = np.clip(learner.predict_proba(xb), 1e-12, 1.0)
-                s = stats[name]
-                s["correct"] += np.sum(classes[proba.argmax(1)] == yb)
-                s["loss"] -= np.sum(np.log(proba[np.arange(len(yb)), np.searchsorted(classes, yb)]))
-                s["n"] += len(yb)
-                s["acc"].append(s["correct"] / s["n"])
-                s["ll"].append(s["loss"] / s["n"])
-            learner.partial_fit(xb, yb, classes=classes)
-            seconds[name] += time.perf_counter() - tic
-        if start > 0:
-            n_seen.append(start + len(yb))
-        if bar is not None:
-            bar.update(len(yb))
+    """:func:`~skbong.metrics.prequential_curve` of each learner (accuracy and log-loss),
+    with the seconds each took."""
+    bar = _progress(len(learners) * len(y), show_progress)
+    curves, seconds = {}, {}
+    for name, learner in learners.items():
+        tic = time.perf_counter()
+        n_seen, values = prequential_curve(
+            learner, X, y, batch_size, ["accuracy", "log_loss"], classes,
+            progress=None if bar is None else bar.update,
+        )
+        seconds[name] = time.perf_counter() - tic
+        curves[name] = {"acc": values[:, 0], "ll": values[:, 1]}
     if bar is not None:
         bar.close()
-    return n_seen, stats, seconds
+    return n_seen, curves, seconds
 
 
 def main(argv=None):

@@ -292,6 +292,9 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         Posterior mean of all parameters.
     posterior_var_ : ndarray of shape (P,)
         Posterior marginal variances.
+    posterior_ : MeanCov or DLRState
+        The Gaussian belief itself (mean and covariance, or the dlr precision's
+        factors), as read-only numpy arrays.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
         Posterior mean weights (linear models only), as in ``LogisticRegression``.
     intercept_ : ndarray of shape (1,) or (n_classes,)

@@ -103,6 +103,9 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         Posterior mean of all parameters.
     posterior_var_ : ndarray of shape (P,)
         Posterior marginal variances.
+    posterior_ : MeanCov or DLRState
+        The Gaussian belief itself (mean and covariance, or the dlr precision's
+        factors), as read-only numpy arrays.
     coef_ : ndarray of shape (n_features,)
         Posterior mean weights of the log-rate (linear models only).
     intercept_ : float

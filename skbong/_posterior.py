@@ -146,6 +146,26 @@ class PosteriorMixin:
             self.coef_, self.intercept_ = self._linear_attributes(weights, bias)
 
     @property
+    def posterior_(self):
+        """The Gaussian belief itself, as the engine's state of read-only numpy copies.
+
+        ``skbong.engine.MeanCov(mean, cov)`` for the ``full`` and ``full_moment``
+        families (``cov`` the covariance Σ, (P, P)) and for ``diag`` / ``diag_moment``
+        (``cov`` the variances, (P,)); ``skbong.engine.DLRState(mean, prec_diag,
+        prec_lr)`` for ``dlr``, the precision Σ⁻¹ = diag(prec_diag) + prec_lr prec_lrᵀ
+        with ``prec_lr`` of shape (P, R). With ``prior_variance="auto"`` every array has
+        a leading axis over the bank's filters (``prior_weights_``). In the working
+        ``dtype``; a fresh copy on each access.
+        """
+        check_is_fitted(self, "_state")
+        arrays = []
+        for a in self._state:
+            a = np.array(a)
+            a.flags.writeable = False
+            arrays.append(a)
+        return self._state_class()(*arrays)
+
+    @property
     def posterior_var_(self):
         """Posterior marginal variances diag(Σ), shape (P,).
 

@@ -477,6 +477,9 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         Posterior mean of all parameters.
     posterior_var_ : ndarray of shape (P,)
         Posterior marginal variances.
+    posterior_ : MeanCov or DLRState
+        The Gaussian belief itself (mean and covariance, or the dlr precision's
+        factors), as read-only numpy arrays.
     coef_ : ndarray of shape (n_features,) or (n_outputs, n_features)
         Posterior mean weights (linear models only).
     intercept_ : float or ndarray of shape (n_outputs,)

@@ -43,13 +43,15 @@ import matplotlib.image  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from skbong.plotting import (  # noqa: E402
+from skbong.metrics import (  # noqa: E402
     expected_calibration_error,
+    prequential_curve,
+    reliability_curve,
+)
+from skbong.plotting import (  # noqa: E402
     plot_predictive_band,
     plot_prequential,
     plot_reliability,
-    prequential_curve,
-    reliability_curve,
 )
 
 
@@ -272,6 +274,23 @@ def test_prequential_curve_squared_error():
         prequential_curve(MeanRegressor(), np.zeros((4, 1)), y, metric="r2")
     with pytest.raises(ValueError, match="more than one batch"):
         prequential_curve(MeanRegressor(), np.zeros((4, 1)), y, batch_size=4)
+
+
+def test_prequential_curve_several_metrics_and_progress():
+    seen = []
+    n_seen, values = prequential_curve(
+        MajorityClassifier(), X_STREAM, Y_STREAM, batch_size=2,
+        metric=["accuracy", "log_loss"], classes=[0, 1], progress=seen.append,
+    )
+    # after {0: 2}: rows 2, 3 (labels 1, 1) predicted 0; after {0: 2, 1: 2}: rows 4, 5
+    # (labels 1, 0) predicted 0 (tie): right once
+    assert_array_equal(n_seen, [4, 6])
+    assert values.shape == (2, 2)
+    assert_allclose(values[:, 0], [0.0, 1 / 4], rtol=1e-15)
+    assert_allclose(values[:, 1], [np.log(4), (2 * np.log(4) + 2 * np.log(2)) / 4], rtol=1e-12)
+    assert seen == [2, 2, 2]  # every batch, the first (learned only) included
+    with pytest.raises(ValueError, match="metric='r2'"):
+        prequential_curve(MajorityClassifier(), X_STREAM, Y_STREAM, metric=["accuracy", "r2"])
 
 
 # ------------------------------------------------------------ headless output

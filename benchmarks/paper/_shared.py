@@ -286,7 +286,7 @@ def dense_gaussian(est):
     diagonal families, ``(mean, prec_diag, prec_lr)`` for DLR (the Bong estimators'
     ``family="dlr"``, the Variational estimators' ``solver="slang"``), precision Υ + W Wᵀ.
     """
-    state = [np.asarray(a, dtype=np.float64) for a in est._state]
+    state = [np.asarray(a, dtype=np.float64) for a in est.posterior_]
     mean = state[0]
     if est._posterior_family() == "dlr":
         _, diag, w = state

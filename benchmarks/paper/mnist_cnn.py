@@ -228,7 +228,7 @@ def linmc_scores(est, X, y, n_samples, seed, block=100):
     misclassification of the mixture and of the logit-averaged predictive, and the mean
     logit variance (total, and the diagonal term's)."""
     cls = engine.DLRState if est.family == "dlr" else engine.MeanCov
-    state = cls(*(jnp.asarray(a) for a in est._state))
+    state = cls(*(jnp.asarray(a) for a in est.posterior_))
     key = jax.random.PRNGKey(seed)
     parts = []
     for start in range(0, len(y), block):
