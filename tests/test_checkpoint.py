@@ -19,7 +19,9 @@ What is tested, and why the tolerances are what they are:
   (``subprocess``) which compiles its own programs; on the same machine and JAX version
   XLA emits the same code, so the results must again be bitwise equal.
 * **One uninterrupted ``fit``** over all rows versus the checkpointed stream of
-  ``partial_fit`` calls: different call boundaries run the steps in programs with other
+  ``partial_fit`` calls (the regressor in both dtypes; the classifier in float64, whose
+  stream passes ``classes`` on its first call where ``fit`` passes none, so a label
+  encoding that depended on ``classes`` would show): different call boundaries run the steps in programs with other
   loop lengths (step buffers), which XLA may fuse differently. In float64 the engine
   guarantees any chunking equals ``fit`` bitwise (test_estimators), so we assert it. In
   float32 we allow the rounding of a different contraction order: each step rounds
@@ -202,13 +204,17 @@ def test_resume_in_another_process(tmp_path):
         _assert_same(results[key], expected[key])
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_checkpointed_stream_equals_one_fit(dtype):
-    est = _make("reg", "full-bong-lin_hess", dtype)
+@pytest.mark.parametrize(
+    "kind, dtype", [("reg", "float64"), ("reg", "float32"), ("clf", "float64")]
+)
+def test_checkpointed_stream_equals_one_fit(kind, dtype):
+    """The classifier's stream passes ``classes`` on its first call only, and ``fit``
+    never does: the same posterior means both encode the labels alike."""
+    est = _make(kind, "full-bong-lin_hess", dtype)
     for i in range(CUT):
         _call(est, i)
     resumed = _resume(pickle.loads(pickle.dumps(est)))
-    whole = _result(_make("reg", "full-bong-lin_hess", dtype).fit(X, Y_REG))
+    whole = _result(_make(kind, "full-bong-lin_hess", dtype).fit(X, _target(est)))
     if dtype == "float64":
         _assert_same(resumed, whole)
         return
@@ -228,12 +234,12 @@ def test_interrupted_call_leaves_the_checkpoint_intact(monkeypatch):
 
     def interrupt(n_rows):
         def callback(done, total):
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt("stopped by the test's progress callback")
 
         return callback
 
     monkeypatch.setattr(BongClassifier, "_progress", lambda self, n: interrupt(n))
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(KeyboardInterrupt, match="stopped by the test's progress callback"):
         _call(est, CUT)
     monkeypatch.undo()
     _assert_same(_result(est), before)

@@ -386,6 +386,24 @@ def test_conjugate_matches_closed_form(conj_reg):
     assert_array_equal(conj_reg.predict(X_NEW), mu)
 
 
+def test_posterior_var_dlr_is_the_dense_inverse_diagonal():
+    """family="dlr" keeps Σ = inv(diag(Υ) + W Wᵀ) factored: ``posterior_var_`` must be its
+    diagonal and the linmc std sqrt(φ Σ φᵀ + r), here from numpy's dense inverse of the
+    fitted Υ and W (rank 2 < P = 4). After 24 rows the precision's condition number is
+    about 4, so the Woodbury forms agree with the dense inverse to a few ε (measured
+    2e-15 of the largest variance); we allow 1e-10. The low-rank term 1/Υ − diag Σ
+    exceeds the largest variance itself (asserted ≥ 50 % of it), so a sign error in it
+    is off by O(1)."""
+    reg = _reg(family="dlr", rank=2, predictive="linmc").fit(X, Y)
+    _, prec_diag, prec_lr = reg._state
+    cov = np.linalg.inv(np.diag(prec_diag) + prec_lr @ prec_lr.T)
+    assert np.max(1.0 / prec_diag - np.diag(cov)) >= 0.5 * np.diag(cov).max()
+    assert_allclose(reg.posterior_var_, np.diag(cov), rtol=1e-10)
+    _, std = reg.predict(X_NEW, return_std=True)
+    phi = np.column_stack([X_NEW, np.ones(len(X_NEW))])
+    assert_allclose(std, np.sqrt(np.einsum("np,pq,nq->n", phi, cov, phi) + OBS_VAR), rtol=1e-10)
+
+
 def test_float64_predict_is_not_truncated():
     # obs_variance 0.1 is not a float32 number: a float32 round trip moves it by ~1e-9
     reg = _reg(predictive="linmc", obs_variance=0.1).fit(X, Y)

@@ -4,18 +4,49 @@ refused update must leave the estimator exactly as it was.
 What is injected, and what each test proves:
 
 * **Engine, the whole product** (``test_engine_fault_matrix``, one test per family, every
-  rule × hessian valid for it: 76 combinations). One step from the prior for each injected
-  case (vmapped), all combinations of a family in one compiled program: a clean row, inputs 1e30 (x² overflows float32) and 1e19 (x² near the float32
-  maximum), NaN / inf in x and in y, NaN / inf / 1e30 weights, an all-zero row, prior
-  variances 1e-8 and 1e8 (also with inputs 1e4). The stream's contract: a step flagged
-  ``ok = False`` leaves the state bitwise unchanged; a step accepted is finite and passes
-  the family's ``is_valid``; NaN / inf in x or y and a NaN or infinite weight are always
-  refused. For ``dlr`` and ``diag`` an accepted state is positive definite by
-  construction of ``is_valid`` (test below); for the dense families the engine checks
-  only a positive diagonal, and the indefinite states it accepts are the ones the
-  estimator's Cholesky check must refuse (we record them; the estimator tests below show
-  they are refused). Only all-zero weights mark padding: a NaN weight is refused like
-  NaN data (the estimators also reject NaN weights before the engine sees them).
+  rule × hessian valid for it: 76 combinations). One step from the prior N(0, σ₀² I) of the
+  linear model with intercept (P = 4, φ = (x, 1), r = 1, α = 0.5, two inner steps, two MC
+  samples, float32) for each injected case (vmapped), all combinations of a family in one
+  compiled program. The stream's contract: a step flagged ``ok = False`` leaves the state
+  bitwise unchanged; a step accepted is finite, passes the family's ``is_valid`` and has
+  learned something (the state changed: a row is never mistaken for padding, which only
+  all-zero weights mark). For ``dlr`` and ``diag`` an accepted state is positive definite
+  by construction (test below); for the dense families the engine checks only a positive
+  diagonal, and we record an accepted indefinite Σ as "I" (the estimator's Cholesky check
+  refuses it: tests below). Every (case, combination) must give the one outcome below:
+
+  - **clean row** x = (0.5, −1, 2), y = 1, weight 1e-3: accepted (A) by all 76. A natural
+    step adds α B Bᵀ ⪰ 0 to the precision; every other step moves Σ by at most
+    α w c |φ|² ≈ 3e-3 c of its prior value, where c = 1 for the LIN estimators (residual
+    1 at the mean 0) and c = mean (1 − θᵀφ)² ≪ 160 for MC-EF (θ ~ N(0, I), θᵀφ ~ N(0, 6.25):
+    c ≥ 160 is a 5σ draw), so no variance can reach zero.
+  - **x = 0** (only the intercept is informed), weight 1e-3: accepted by all 76, the same
+    bound with |φ|² = 1; the state must change (an all-zero *input* is not padding).
+  - **informative row** x = (5, −10, 20), y = 1, weight 1: accepted by the natural families
+    (precision Λ + α B Bᵀ; the natural plain-gradient steps add 2α Σ B Bᵀ Σ from the mean
+    0), refused (R) by both moment families: their first step leaves the variance of θ₃ at
+    1 − α' c φ₃² = 1 − 400 α' c < 0 (α' = 1, 0.5, 0.25 for bong, blr, bog / bbb; c = 1 for the
+    LIN estimators, c = mean (1 − θᵀφ)² ≥ 0.01 for MC-EF unless both draws of θᵀφ ~ N(0, 526)
+    fall within 0.1 of 1, probability ~1e-5), and the second inner step of blr / bbb starts
+    from that indefinite Σ (measured: never recovered).
+  - **NaN / inf in x or y, NaN / inf weights**, and **x = 1e30** (x² = 1e60 overflows
+    float32 in every curvature and gradient): refused by all 76.
+  - **prior 1e-8**: the natural families and the moment bong / blr steps accept
+    (Σ + α Σ G Σ moves a variance of 1e-8 by α 1e-16 c φᵢ²); the moment plain-gradient steps
+    bog / bbb must refuse: Σ + (α / 2) G = 1e-8 − 0.25 c φᵢ² < 0 (c ≈ 1: θ ≈ 0 ± 1e-4). Two
+    cells do not, a known float32 defect (:data:`KNOWN_DEFECTS`,
+    ``test_moment_bbb_keeps_the_data_curvature_under_a_tiny_prior``).
+  - **float32 range and conditioning edges**, x = 1e19 (x² = 1e38, |φ|² = 3e38 just below
+    the float32 maximum), weight 1e30, prior 1e8, prior 1e8 with x = 1e4: whether a step
+    survives depends on its order of operations (the Woodbury forms with the split
+    gradient survive where a formed precision or its inverse overflows or loses
+    definiteness), not on the maths, so these outcomes are pinned cell by cell as
+    measured (:data:`PINNED`, CPU, XLA optimisation level 0): a change of which rows are
+    refused fails and must be looked at. Where the maths decides, the pins agree with it:
+    the diagonal natural family accepts weight 1e30 and prior 1e8 (elementwise
+    precisions 1 + α w c φᵢ² and 1e-8 + α c φᵢ², finite), the moment families refuse
+    x = 1e19, weight 1e30 and the natural steps at prior 1e8 (variances
+    σ₀² − α' c w φᵢ² σ₀⁴ < 0).
 * ``dlr`` and ``diag`` are positive definite by construction: Υ > 0 and finite W give a
   precision Υ + W Wᵀ whose scaled form I + A Aᵀ (A = Υ^{-1/2} W) has every eigenvalue ≥ 1.
 * **Positive definiteness in the estimator**: moment-parameter BOG with a row x = (1, 1, 1)
@@ -28,13 +59,18 @@ What is injected, and what each test proves:
   The check is once per call (one Cholesky after the stream, counted), and the compiled
   full-covariance step contains no P × P Cholesky (checked in its jaxpr), so the hot path
   stays O(P² C).
-* **Estimators, a representative set** (7 rule × hessian × family configurations; the
-  classifier for 3 of them): overflow rows (1e30 in float32; 1e30 and 1e200 in float64), NaN / inf in
-  X, y and sample_weight, constant and duplicated columns, prior variances 1e-8 and 1e8,
-  a class seen once. Every case ends either with a finite, valid, positive definite
-  posterior and finite predictions, or with a clear error naming the problem and every
-  fitted attribute (the whole ``__dict__``) and every prediction bitwise as before;
-  ``on_error="skip"`` counts the refused rows in ``n_skipped_``.
+* **Estimators, a representative set** (5 rule × hessian × family configurations; the
+  classifier for 3 of them): overflow rows (1e19 and 1e30 in float32; 1e30 and 1e200 in
+  float64), NaN / inf in X, y and sample_weight (a ValueError naming it, always), a weight
+  of 1e39, constant and duplicated columns, prior variances 1e-8 and 1e8, a class seen
+  once. An accepted case ends with a finite, valid, positive definite posterior and
+  finite predictions; a refused one with a NonFiniteUpdateError naming the row, every
+  fitted attribute (the whole ``__dict__``) and every prediction bitwise as before, and
+  ``on_error="skip"`` counting the refused rows in ``n_skipped_``. Which of the two each
+  (estimator, configuration, injection) gives is pinned (:data:`REFUSED`), as in the
+  engine matrix. A class seen once is accepted, and the classifier's
+  log-probabilities sum to one by themselves (``predict_proba`` divides by its row sum,
+  so its own sum proves nothing).
 * **Conjugate accuracy under huge inputs**: one BONG-LIN-HESS step of Bayesian linear
   regression from the prior N(0, σ₀² I) has the closed form μ' = σ₀² φ y / (r + σ₀² |φ|²)
   (full, dlr; per coordinate for diag), a well-conditioned function of the row φ, so a
@@ -55,11 +91,13 @@ import pytest
 import skbong._base as base
 from skbong import BongClassifier, BongRegressor, NonFiniteUpdateError
 from skbong import engine as E
+from skbong.engine.curvature import ESTIMATORS
 
 # ----------------------------------------------------------------------------- engine
 # (name, prior variance, x, y, w); float32 throughout
 ENGINE_CASES = [
-    ("clean row", 1.0, [0.5, -1.0, 2.0], 1.0, 1.0),
+    ("clean row", 1.0, [0.5, -1.0, 2.0], 1.0, 1e-3),
+    ("informative row", 1.0, [5.0, -10.0, 20.0], 1.0, 1.0),
     ("x = 1e30", 1.0, [1e30] * 3, 1.0, 1.0),
     ("x = 1e19", 1.0, [1e19] * 3, 1.0, 1.0),
     ("x has NaN", 1.0, [0.5, np.nan, 2.0], 1.0, 1.0),
@@ -69,12 +107,13 @@ ENGINE_CASES = [
     ("w = NaN", 1.0, [0.5, -1.0, 2.0], 1.0, np.nan),
     ("w = inf", 1.0, [0.5, -1.0, 2.0], 1.0, np.inf),
     ("w = 1e30", 1.0, [0.5, -1.0, 2.0], 1.0, 1e30),
-    ("x = 0", 1.0, [0.0, 0.0, 0.0], 1.0, 1.0),
+    ("x = 0", 1.0, [0.0, 0.0, 0.0], 1.0, 1e-3),
     ("prior 1e-8", 1e-8, [0.5, -1.0, 2.0], 1.0, 1.0),
     ("prior 1e8", 1e8, [0.5, -1.0, 2.0], 1.0, 1.0),
     ("prior 1e8, x = 1e4", 1e8, [1e4] * 3, 1.0, 1.0),
 ]
-MUST_REJECT = {"x has NaN", "x has inf", "y = NaN", "y = inf", "w = NaN", "w = inf"}
+MUST_REJECT = {"x = 1e30", "x has NaN", "x has inf", "y = NaN", "y = inf", "w = NaN", "w = inf"}
+MUST_ACCEPT = {"clean row", "x = 0"}
 
 COMBOS = [
     (family, rule, hessian)
@@ -84,6 +123,68 @@ COMBOS = [
     if not (family == "dlr" and hessian == "mc_hess")
 ]
 assert len(COMBOS) == 76
+
+PINNED = {
+    # case: {family: one code per combination, rules bong, bog, blr, bbb × hessians
+    # lin_hess, lin_ef, mc_ef, mc_hess (dlr: no mc_hess)}
+    "x = 1e19": {
+        "full": "AARR RRRR RRRR RRRR",
+        "full_moment": "RRRR RRRR RRRR RRRR",
+        "diag": "RRRR RRRR ARRR RRRR",
+        "diag_moment": "RRRR RRRR RRRR RRRR",
+        "dlr": "RRR AAR AAR RRR",
+    },
+    "w = 1e30": {
+        "full": "IIIR RRRR RRRR RRRR",
+        "full_moment": "RRRR RRRR RRRR RRRR",
+        "diag": "AAAA AAAA AAAA AAAA",
+        "diag_moment": "RRRR RRRR RRRR RRRR",
+        "dlr": "AAR AAA RAR RRR",
+    },
+    "prior 1e8": {
+        "full": "IIRR RRRR RRRR RRRR",
+        "full_moment": "RRRR AAIA RRRR AARA",
+        "diag": "AAAA AAAA AAAA AAAA",
+        "diag_moment": "RRRR AAAA RRRR AARA",
+        "dlr": "AAR AAA RAR AAA",
+    },
+    "prior 1e8, x = 1e4": {
+        "full": "AARR RRRR RRRR RRRR",
+        "full_moment": "RRRR AARA RRRR IRRI",
+        "diag": "AAAA AARA AAAA AARA",
+        "diag_moment": "RRRR AARA RRRR ARRA",
+        "dlr": "AAR AAR RAR AAR",
+    },
+}
+"""The measured outcomes of the float32 edge cases (see the module docstring)."""
+
+KNOWN_DEFECTS = {
+    ("diag_moment", "bbb", "lin_hess", "prior 1e-8"): "A",
+    ("diag_moment", "bbb", "mc_hess", "prior 1e-8"): "A",
+}
+"""Cells whose outcome is not the one the maths gives (R), pinned as they are so that a
+fix shows: the KL curvature G̃ = G − Λ₀ + Λ is summed left to right, and with
+Λ = Λ₀ = 1e8 the data curvature |G| ≤ 4 is below half an ulp of 1e8 in float32, so G̃
+rounds to 0 and the first BBB step keeps Σ = 1e-8 instead of going negative
+(``test_moment_bbb_keeps_the_data_curvature_under_a_tiny_prior``)."""
+
+
+def _expected(name, family, rule, hessian):
+    """The one outcome of case ``name`` for this combination (module docstring)."""
+    moment = family.endswith("_moment")
+    if name in MUST_REJECT:
+        return "R"
+    if name in MUST_ACCEPT:
+        return "A"
+    if name == "informative row":
+        return "R" if moment else "A"
+    if name == "prior 1e-8":
+        if not moment or rule in ("bong", "blr"):
+            return "A"
+        return KNOWN_DEFECTS.get((family, rule, hessian, name), "R")
+    combos = [c for c in COMBOS if c[0] == family]
+    return PINNED[name][family].replace(" ", "")[combos.index((family, rule, hessian))]
+
 
 MATRIX = {}  # (family, rule, hessian) -> list of outcome codes, filled by the tests
 CODES = {
@@ -138,25 +239,52 @@ def _engine_steps(family):
 @pytest.mark.parametrize("family", E.FAMILY_NAMES)
 def test_engine_fault_matrix(family):
     combos, old, results = _engine_steps(family)
+    wrong = []
     for combo, (new, ok, valid) in zip(combos, results):
         codes = []
         for i, (name, *_) in enumerate(ENGINE_CASES):
             same = all(np.array_equal(a[i], b[i]) for a, b in zip(old, new))
             where = f"{combo} {name!r}"
-            if name in MUST_REJECT:
-                assert not ok[i], where
             if not ok[i]:
                 assert same, f"{where}: refused but the state changed"
-                codes.append("R")
-                continue
-            assert all(np.all(np.isfinite(a[i])) for a in new), where
-            assert valid[i], where
-            if family in ("full", "full_moment"):
-                codes.append("A" if base._is_spd(new[1][i]) else "I")
-            else:  # variances (diag) or Υ (dlr) > 0: positive definite by construction
-                assert np.all(new[1][i] > 0), where
-                codes.append("A")
+                code = "R"
+            else:
+                assert all(np.all(np.isfinite(a[i])) for a in new), where
+                assert valid[i], where
+                assert not same, f"{where}: accepted, but the step learned nothing"
+                if family in ("full", "full_moment"):
+                    code = "A" if base._is_spd(new[1][i]) else "I"
+                else:  # variances (diag) or Υ (dlr) > 0: positive definite by construction
+                    assert np.all(new[1][i] > 0), where
+                    code = "A"
+            codes.append(code)
+            expected = _expected(name, *combo)
+            if code != expected:
+                wrong.append(f"{where}: {CODES[code]}; expected {CODES[expected]}")
         MATRIX[combo] = codes
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known float32 defect: the KL curvature G - Λ₀ + Λ loses G next to Λ₀ = 1e8 "
+    "(KNOWN_DEFECTS); summing G + (Λ - Λ₀) fixes it",
+)
+def test_moment_bbb_keeps_the_data_curvature_under_a_tiny_prior():
+    """The premise of :data:`KNOWN_DEFECTS`, and the behaviour it should have: one BBB
+    inner step of ``diag_moment`` from the prior N(0, 1e-8 I) itself (so Λ − Λ₀ = 0 and
+    G̃ = G = −φ φᵀ, diagonal −φᵢ²) must give Σ' = Σ + (α/2) G = 1e-8 − 0.25 φᵢ², negative,
+    in float32 as in exact arithmetic (to the float32 rounding of that sum, 6e-8 relative)."""
+    model = E.MLP(3, 1, (), "relu", True)
+    config = E.Config(model=model, family="diag_moment", rule="bbb", hessian="lin_hess")
+    family = E.FAMILIES["diag_moment"]
+    phi = np.array([0.5, -1.0, 2.0, 1.0], np.float32)
+    prior = E.MeanCov(np.zeros(4, np.float32), np.full(4, 1e-8, np.float32))
+    x, y, w = phi[None, :3], np.ones((1, 1), np.float32), np.ones(1, np.float32)
+    g, curv = ESTIMATORS["lin_hess"](config, family, prior, x, y, w, np.float32(1.0), None)
+    new = family.gd(prior, prior, g, curv, np.float32(0.5))
+    expected = np.float32(1e-8) - np.float32(0.25) * phi * phi
+    np.testing.assert_allclose(np.asarray(new.cov), expected, rtol=1e-6)
 
 
 def test_dlr_and_diag_are_positive_definite_by_construction():
@@ -260,9 +388,73 @@ X_EVAL = RNG.normal(size=(N, D))
 FAULTS = []  # (estimator, configuration, injection, outcome): the estimator fault table
 
 
+def _config_name(params):
+    return "-".join(params[k] for k in ("family", "rule", "hessian"))
+
+
 def _record(est, params, injection, outcome):
-    config = "-".join(params[k] for k in ("family", "rule", "hessian"))
-    FAULTS.append((type(est).__name__, config, injection, outcome))
+    FAULTS.append((type(est).__name__, _config_name(params), injection, outcome))
+
+
+REFUSED = {
+    ("BongRegressor", "full-bong-lin_hess"): {
+        "row 5 = 1e+30 (float32)",
+        "sample_weight 1e39 (inf in float32)",
+        "prior_variance 1e+08",
+        "row 2 = 1e+30 (float64)",
+        "row 2 = 1e+200 (float64)",
+    },
+    ("BongClassifier", "full-bong-lin_hess"): {"prior_variance 1e+08"},
+    ("BongRegressor", "full_moment-bog-lin_hess"): {
+        "row 5 = 1e+19 (float32)",
+        "row 5 = 1e+30 (float32)",
+        "sample_weight 1e39 (inf in float32)",
+        "constant + duplicated columns",
+        "prior_variance 1e-08",
+    },
+    ("BongRegressor", "diag-bong-lin_ef"): {
+        "row 5 = 1e+19 (float32)",
+        "row 5 = 1e+30 (float32)",
+        "sample_weight 1e39 (inf in float32)",
+    },
+    ("BongRegressor", "diag_moment-bbb-mc_ef"): {
+        "row 5 = 1e+19 (float32)",
+        "row 5 = 1e+30 (float32)",
+        "sample_weight 1e39 (inf in float32)",
+        "constant + duplicated columns",
+        "prior_variance 1e-08",
+    },
+    ("BongClassifier", "diag_moment-bbb-mc_ef"): {
+        "row 5 = 1e+19 (float32)",
+        "row 5 = 1e+30 (float32)",
+    },
+    ("BongRegressor", "dlr-bong-lin_hess"): {
+        "row 5 = 1e+19 (float32)",
+        "row 5 = 1e+30 (float32)",
+        "sample_weight 1e39 (inf in float32)",
+        "row 2 = 1e+200 (float64)",
+    },
+    ("BongClassifier", "dlr-bong-lin_hess"): {"prior_variance 1e+08"},
+}
+"""The injections each (estimator, configuration) refuses; it accepts every other
+injection of the overflow, huge-weight, column and prior tests. Measured, and pinned
+(module docstring): the float32 regressors refuse rows of 1e19 and 1e30 except the
+full-covariance Woodbury step at 1e19; the Bernoulli / categorical LIN-HESS classifiers
+accept them (the logistic curvature p (1 − p) vanishes once |f| ≫ 1); every float32
+learner refuses a weight of 1e39 (inf in float32); the dense covariance after a 1e30 row
+in float64, and the full / dlr classifiers at prior 1e8 in float32, are not positive
+definite to working precision; the moment plain-gradient steps refuse the tiny prior and
+the duplicated columns, as in the engine matrix."""
+
+
+def _expect(est, params, injection, refused):
+    """Assert the pinned outcome of an injection (:data:`REFUSED`)."""
+    expected = injection in REFUSED.get((type(est).__name__, _config_name(params)), ())
+    what = {True: "refused", False: "accepted"}
+    assert refused == expected, (
+        f"{type(est).__name__} {_config_name(params)} {injection!r}: {what[refused]}, "
+        f"expected {what[expected]}"
+    )
 
 
 def _fresh(est):
@@ -485,9 +677,11 @@ def _try_partial_fit(est, params, injection, Xb, yb, row, **kw):
         assert skip.n_observations_ == snap[0]["n_observations_"] + len(Xb)
         _assert_sound(skip, X_EVAL)
         which = "names it" if named == row else f"names row {named}, after it"
+        _expect(est, params, injection, refused=True)
         _record(est, params, injection, f"refused, {which}; skip counts it")
         return
     _assert_sound(est, X_EVAL)
+    _expect(est, params, injection, refused=False)
     _record(est, params, injection, "accepted: finite, positive definite")
 
 
@@ -567,9 +761,11 @@ def test_constant_and_duplicated_columns(fitted):
             est.fit(Xc, y)
         except NonFiniteUpdateError as err:  # refused rows are named; nothing is kept
             assert "row" in str(err) and not hasattr(est, "_state")
+            _expect(est, params, "constant + duplicated columns", refused=True)
             _record(est, params, "constant + duplicated columns", "refused, names the row")
             continue
         _assert_sound(est, Xc)
+        _expect(est, params, "constant + duplicated columns", refused=False)
         _record(est, params, "constant + duplicated columns", "accepted: finite, PD")
 
 
@@ -586,9 +782,11 @@ def test_extreme_prior_variances(fitted):
             except NonFiniteUpdateError as err:
                 assert "row" in str(err)
                 _assert_unchanged(refit, snap, X_EVAL)  # the previous fit survives
+                _expect(est, params, f"prior_variance {prior_variance:g}", refused=True)
                 _record(est, params, f"prior_variance {prior_variance:g}", "refused, names row")
                 continue
             _assert_sound(refit, X_EVAL)
+            _expect(est, params, f"prior_variance {prior_variance:g}", refused=False)
             _record(est, params, f"prior_variance {prior_variance:g}", "accepted: finite, PD")
 
 
@@ -602,7 +800,12 @@ def test_class_seen_once(params):
     clf = BongClassifier(**params, **COMMON).fit(X_FIT, y)
     assert list(clf.classes_) == [0, 1, 2]
     _assert_sound(clf, X_EVAL)
-    np.testing.assert_allclose(clf.predict_proba(X_EVAL).sum(axis=1), 1.0, rtol=1e-6)
+    # predict_proba divides by its own row sum; the log-probabilities it comes from are
+    # an average of S softmax draws (float64: the MC predictive) and must sum to one
+    # themselves, to the rounding of a 3-term sum of float64 averages
+    log_proba = clf.predict_log_proba(X_EVAL)
+    np.testing.assert_allclose(np.exp(log_proba).sum(axis=1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(clf.predict_proba(X_EVAL), np.exp(log_proba), rtol=1e-12)
     stream = BongClassifier(**params, **COMMON).partial_fit(X_FIT[:4], y[:4], classes=[0, 1, 2])
     stream.partial_fit(X_FIT[4:], y[4:])  # the first call saw no row of class 2
     _assert_sound(stream, X_EVAL)

@@ -5,13 +5,22 @@ threaded paths out of the compiled step); the sizes below cover the unsplit case
 split with odd halves and two levels of splitting. In float64 the factors of these
 well-conditioned matrices (eigenvalues in [1, ~5]) agree with LAPACK to a few ulps of
 their entries (≤ 1e-12 absolute), and L⁻¹ L = I to the same order.
+
+The dlr family never forms its P × P covariance: ``marginal_var``, ``output_cov`` and
+``transform`` (the sampler's square root) work through the Woodbury factor V of
+Σ = Υ⁻¹ − V Vᵀ. ``test_dlr_family_matches_the_dense_covariance`` compares each with the
+dense Σ = inv(diag(Υ) + W Wᵀ) of numpy (and the sampler with the symmetric root of
+``tests/_reference.py``), for a W whose low-rank term dominates Υ (so a flipped or
+dropped low-rank term changes the variances by O(1), not by rounding).
 """
 
+import _reference as ref
 import jax
 import numpy as np
 import pytest
 
 from skbong.engine import linalg as la
+from skbong.engine.families import dlr
 
 SIZES = [3, la.TRIANGULAR_BLOCK + 1, la.CHOLESKY_BLOCK + 1, 2 * la.CHOLESKY_BLOCK + 3]
 
@@ -123,3 +132,34 @@ def test_dlr_solve_does_not_cancel_for_a_large_factor():
     naive = solve(prec_diag, rows, scaled, inner, np.zeros(K_W, F32), rows.T @ u)
     assert _relative_error(split, exact) <= 100 * np.finfo(F32).eps
     assert _relative_error(naive, exact) > 1.0
+
+
+# -------------------------------------------------------- the dlr family, densely
+@pytest.mark.parametrize("scale", [0.3, 3.0])
+def test_dlr_family_matches_the_dense_covariance(scale):
+    """marginal_var = diag(Σ), output_cov = J Σ Jᵀ and transform(ε) = μ + Σ^{1/2} ε
+    (the symmetric root of ``_reference.sample_dlr``) for Σ = inv(diag(Υ) + W Wᵀ),
+    float64. Υ ∈ [0.5, 2] and ‖W‖ up to 3 √P: Σ has condition number ≤ ~1e3 (eigenvalues of
+    the precision in [0.5, ~200]), so the Woodbury forms agree with numpy's inverse to
+    ~1e3 ε ≈ 2e-13 of the largest entry (condition numbers here: 4 and 165); we allow
+    1e-10. The low-rank term 1/Υ − diag Σ removes up to 12 % (scale 0.3) and 57 %
+    (scale 3) of the largest variance, so a flipped or dropped term is off by ≥ 10 % of
+    the largest entry (asserted below), 1e9 times the tolerance."""
+    rng = np.random.default_rng(5)
+    p, r, n, c = 7, 3, 4, 2
+    prec_diag = rng.uniform(0.5, 2.0, size=p)
+    prec_lr = scale * rng.normal(size=(p, r))
+    mean = rng.normal(size=p)
+    jac = rng.normal(size=(n, c, p))
+    eps = rng.normal(size=(5, p))
+    cov = ref.dlr_dense_cov(prec_diag, prec_lr)
+    state = dlr.DLRState(mean, prec_diag, prec_lr)
+    with jax.enable_x64(True):
+        var = np.asarray(jax.jit(dlr.marginal_var)(state))
+        out = np.asarray(jax.jit(dlr.output_cov)(state, jac))
+        thetas = np.asarray(jax.jit(dlr.transform)(state, eps))
+    low_rank = 1.0 / prec_diag - np.diag(cov)  # what the Woodbury term must remove
+    assert low_rank.max() >= 0.1 * np.diag(cov).max()
+    assert ref.rel_err(var, np.diag(cov)) <= 1e-10
+    assert ref.rel_err(out, np.einsum("ncp,pq,ndq->ncd", jac, cov, jac)) <= 1e-10
+    assert ref.rel_err(thetas, ref.sample_dlr(mean, prec_diag, prec_lr, eps)) <= 1e-10

@@ -1,0 +1,388 @@
+"""Hand-made mutants of skbong, each run against the tests that claim to catch it.
+
+Usage::
+
+    python tools/mutate.py                  # every mutant
+    python tools/mutate.py --only NAME ...  # some of them (names as in the table)
+    python tools/mutate.py --list           # names and descriptions, nothing run
+    python tools/mutate.py --no-baseline    # skip the unmutated run of the selections
+
+The repository's working tree (without ``.git``, build outputs and caches) is copied
+once to a temporary directory; nothing in the working tree is ever written. For each
+mutant the copy's file is rewritten with the mutation, the named tests run there
+(``python -m pytest -x -q`` with ``PYTHONPATH`` pointing at the copy, so the copy's
+``skbong`` is imported, not the installed one), and the file is restored.
+
+A mutant is *killed* when its tests fail (pytest exit status 1, or an error while
+collecting them), and *survives* when they pass. Before anything runs:
+
+* every mutant's original snippet must occur exactly once in its file (a stale mutant,
+  whose snippet the code no longer contains, fails loudly instead of "surviving"), and
+  the replacement must differ from it;
+* unless ``--no-baseline``, each distinct test selection is run once on the unmutated
+  copy and must pass (otherwise "killed" would mean nothing);
+* a selection that collects no test is an error.
+
+Prints one line per mutant (killed / SURVIVED, seconds) and exits with status 1 if any
+mutant survived or any check failed.
+
+Each mutant names the test file that claims the behaviour (with ``-k`` or a node id to
+keep the run short): the point is that *that* file fails, not that something somewhere
+does. Add a mutant here with every test written to kill one.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IGNORE = shutil.ignore_patterns(
+    ".git",
+    "_build",
+    "auto_examples",
+    "gen_modules",
+    "generated",
+    "_generated",
+    "results",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".ruff_cache",
+    "*.egg-info",
+    ".venv",
+    ".ci-venv",
+    "*.png",
+)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str  # relative to the repository root
+    old: str  # must occur exactly once in the file
+    new: str
+    tests: tuple  # pytest arguments: files, node ids, ``-k`` expressions
+    desc: str
+
+
+MUTANTS = [
+    # ------------------------------------------------------------------ issue 21 list
+    Mutant(
+        "dlr-marginal-var-sign",
+        "skbong/engine/families/dlr.py",
+        "return 1.0 / state.prec_diag - jnp.sum(root * root, axis=1)",
+        "return 1.0 / state.prec_diag + jnp.sum(root * root, axis=1)",
+        ("tests/test_linalg.py", "-k", "dlr_family"),
+        "dlr marginal variance 1/Υ + ‖V‖² (sign of the low-rank term flipped)",
+    ),
+    Mutant(
+        "dlr-posterior-var-sign",
+        "skbong/engine/families/dlr.py",
+        "return 1.0 / state.prec_diag - jnp.sum(root * root, axis=1)",
+        "return 1.0 / state.prec_diag + jnp.sum(root * root, axis=1)",
+        ("tests/test_estimators.py", "-k", "posterior_var_dlr"),
+        "the same flip, seen through BongRegressor.posterior_var_",
+    ),
+    Mutant(
+        "getstate-resets-step-counter",
+        "skbong/_base.py",
+        "    def _poor_score(self):\n",
+        "    def __getstate__(self):\n"
+        "        state = super().__getstate__()\n"
+        "        state['_n_steps'] = 0\n"
+        "        return state\n\n"
+        "    def _poor_score(self):\n",
+        ("tests/test_checkpoint.py",),
+        "pickling resets the step counter the MC keys are folded from",
+    ),
+    Mutant(
+        "setstate-redraws-seed",
+        "skbong/_base.py",
+        "    def _poor_score(self):\n",
+        "    def __setstate__(self, state):\n"
+        "        super().__setstate__(state)\n"
+        "        if '_seed' in state:\n"
+        "            self._seed = int(\n"
+        "                check_random_state(self.random_state).randint(np.iinfo(np.int32).max)\n"
+        "            )\n\n"
+        "    def _poor_score(self):\n",
+        ("tests/test_checkpoint.py",),
+        "unpickling redraws the seed from random_state",
+    ),
+    Mutant(
+        "classes-shift-labels",
+        "skbong/_classifier.py",
+        "        idx = np.searchsorted(self.classes_, y)\n",
+        "        idx = (np.searchsorted(self.classes_, y) + (classes is not None)) % len(self.classes_)\n",
+        ("tests/test_estimators.py", "-k", "classes"),
+        "partial_fit(classes=...) encodes each label as the next class",
+    ),
+    Mutant(
+        "classes-shift-labels-checkpoint",
+        "skbong/_classifier.py",
+        "        idx = np.searchsorted(self.classes_, y)\n",
+        "        idx = (np.searchsorted(self.classes_, y) + (classes is not None)) % len(self.classes_)\n",
+        ("tests/test_checkpoint.py",),
+        "the same label shift, against the checkpoint tests",
+    ),
+    Mutant(
+        "blr-without-kl",
+        "skbong/engine/rules.py",
+        "    prior = predicted if rule.kl else None\n",
+        "    prior = None\n",
+        ("tests/test_oracle.py", "-k", "inner_step"),
+        "BLR / BBB steps without the KL term of the online ELBO (inner steps kept)",
+    ),
+    Mutant(
+        "blr-one-inner-step",
+        "skbong/engine/rules.py",
+        '    "blr": Rule(natural=True, kl=True, unit_rate=False),\n',
+        '    "blr": Rule(natural=True, kl=False, unit_rate=False),\n',
+        ("tests/test_oracle.py", "-k", "inner_step"),
+        "BLR as a single natural step at rate α without KL (BONG at rate α)",
+    ),
+    Mutant(
+        "kl-dropped-full-diag",
+        "skbong/engine/families/gaussian.py",
+        "    if prior is None:\n        return g, curv\n",
+        "    if True:\n        return g, curv\n",
+        ("tests/test_oracle.py", "-k", "inner_step"),
+        "full / diag families: no KL term in g̃ and G̃ (BLR, BBB = BONG, BOG repeated)",
+    ),
+    Mutant(
+        "kl-dropped-dlr-natural-mean",
+        "skbong/engine/families/dlr.py",
+        "        rest = _kl_gradient(state, prior, rest)\n",
+        "",
+        ("tests/test_oracle.py", "-k", "inner_step"),
+        "dlr natural step: the KL gradient −Λ₀(μ − μ₀) left out of the mean step",
+    ),
+    Mutant(
+        "kl-dropped-dlr-plain-mean",
+        "skbong/engine/families/dlr.py",
+        "        g = _kl_gradient(state, prior, g)\n",
+        "",
+        ("tests/test_oracle.py", "-k", "inner_step"),
+        "dlr plain-gradient step: the KL gradient left out of the mean step",
+    ),
+    Mutant(
+        "nan-x-fast-path",
+        "skbong/_base.py",
+        "            and bool(np.isfinite(X).all())\n",
+        "",
+        ("tests/test_errors.py",),
+        "partial_fit's fast path accepts NaN / inf in X (left to the engine to refuse)",
+    ),
+    Mutant(
+        "nan-x-fast-path-properties",
+        "skbong/_base.py",
+        "            and bool(np.isfinite(X).all())\n",
+        "",
+        ("tests/test_properties.py", "-k", "malformed"),
+        "the same NaN fast path, against the malformed-input property test",
+    ),
+    Mutant(
+        "validity-floor",
+        "skbong/engine/families/base.py",
+        "jnp.where(a > 0, a * 0, jnp.nan)",
+        "jnp.where(a > 1e-6, a * 0, jnp.nan)",
+        ("tests/test_faults.py", "-k", "engine_fault_matrix"),
+        "is_valid refuses variances below 1e-6 (a sound belief under a small prior refused)",
+    ),
+    Mutant(
+        "zero-input-is-padding",
+        "skbong/engine/stream.py",
+        "    active = jnp.any(w != 0)",
+        "    active = jnp.any(w != 0) & jnp.any(x != 0)",
+        ("tests/test_faults.py", "-k", "engine_fault_matrix"),
+        "a row of zero inputs is skipped like padding (the intercept learns nothing)",
+    ),
+    Mutant(
+        "refuse-large-inputs",
+        "skbong/engine/stream.py",
+        "        ok = family.is_valid(new)\n",
+        "        ok = family.is_valid(new) & jnp.all(jnp.abs(x) < 1e3)\n",
+        ("tests/test_faults.py", "-k", "engine_fault_matrix"),
+        "the stream refuses every row with |x| ≥ 1e3, even where the update is sound",
+    ),
+    Mutant(
+        "dlr-valid-needs-positive-w",
+        "skbong/engine/families/dlr.py",
+        "return finite_and_positive((state.mean, state.prec_lr), positive=(state.prec_diag,))",
+        "return finite_and_positive((state.mean,), positive=(state.prec_diag, state.prec_lr))",
+        ("tests/test_faults.py", "-k", "engine_fault_matrix"),
+        "dlr is_valid also demands W > 0 (clean rows refused)",
+    ),
+    Mutant(
+        "dlr-soundness-too-strict",
+        "skbong/_base.py",
+        "return bool(_dlr_min_variance(prec_diag, w) > 0)",
+        "return bool(_dlr_min_variance(prec_diag, w) > 1e-6)",
+        ("tests/test_faults.py", "-k", "extreme_prior"),
+        "the estimator's dlr soundness check refuses small but positive variances",
+    ),
+    Mutant(
+        "dlr-output-cov-sign",
+        "skbong/engine/families/dlr.py",
+        'jac, 1.0 / state.prec_diag, jac) - jnp.einsum(',
+        'jac, 1.0 / state.prec_diag, jac) + jnp.einsum(',
+        ("tests/test_linalg.py", "-k", "dlr_family"),
+        "dlr J Σ Jᵀ with the low-rank term added instead of subtracted",
+    ),
+    Mutant(
+        "dlr-sampler-root-squared",
+        "skbong/engine/families/dlr.py",
+        "shrink = jax.lax.rsqrt(1.0 + s * s) - 1.0",
+        "shrink = 1.0 / (1.0 + s * s) - 1.0",
+        ("tests/test_oracle.py", "-k", "mc_estimators and dlr"),
+        "dlr sampler scales by (I + A Aᵀ)⁻¹ instead of its square root (MC-EF draws too narrow)",
+    ),
+    Mutant(
+        "dlr-sampler-root-squared-linalg",
+        "skbong/engine/families/dlr.py",
+        "shrink = jax.lax.rsqrt(1.0 + s * s) - 1.0",
+        "shrink = 1.0 / (1.0 + s * s) - 1.0",
+        ("tests/test_linalg.py", "-k", "dlr_family"),
+        "the same sampler root, against the dense dlr test",
+    ),
+    Mutant(
+        "full-sampler-transposed-root",
+        "skbong/engine/families/full.py",
+        "return state.mean + eps @ chol.T",
+        "return state.mean + eps @ chol",
+        ("tests/test_oracle.py", "-k", "mc_estimators and full"),
+        "full sampler θ = μ + Lᵀ ε (covariance LᵀL ≠ Σ)",
+    ),
+    Mutant(
+        "log-proba-unnormalised",
+        "skbong/engine/predictive.py",
+        "    return jax.nn.logsumexp(logp, axis=0) - jnp.log(jnp.asarray(logp.shape[0], logp.dtype))\n",
+        "    return jax.nn.logsumexp(logp, axis=0)\n",
+        ("tests/test_faults.py", "-k", "class_seen_once"),
+        "predict_log_proba sums the S sample probabilities instead of averaging them "
+        "(predict_proba's division by its row sum hides it)",
+    ),
+]
+
+
+def _check_snippets(repo, mutants):
+    problems = []
+    for m in mutants:
+        path = os.path.join(repo, m.path)
+        if not os.path.exists(path):
+            problems.append(f"{m.name}: {m.path} does not exist")
+            continue
+        with open(path, encoding="utf-8") as fh:
+            count = fh.read().count(m.old)
+        if count != 1:
+            problems.append(f"{m.name}: original snippet found {count} times in {m.path}")
+        if m.old == m.new:
+            problems.append(f"{m.name}: the replacement equals the original")
+    return problems
+
+
+def _pytest(copy, tests):
+    env = dict(os.environ, PYTHONPATH=copy + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("PYTEST_ADDOPTS", None)
+    cmd = [
+        sys.executable, "-m", "pytest", "-x", "-q", "-o", "addopts=", "-p", "no:cacheprovider",
+        "-W", "ignore::pytest.PytestUnraisableExceptionWarning", *tests,
+    ]  # fmt: skip
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True)
+    return proc.returncode, time.perf_counter() - start, proc.stdout + proc.stderr
+
+
+def _imports_copy(copy):
+    """The copy's skbong must be the one imported (not the editable install)."""
+    env = dict(os.environ, PYTHONPATH=copy)
+    out = subprocess.run(
+        [sys.executable, "-c", "import skbong; print(skbong.__file__)"],
+        cwd=copy, env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    return os.path.realpath(out).startswith(os.path.realpath(copy))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="run these mutants only")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the unmutated runs")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print pytest's output")
+    args = parser.parse_args(argv)
+
+    names = [m.name for m in MUTANTS]
+    assert len(set(names)) == len(names), "mutant names must be unique"
+    mutants = MUTANTS
+    if args.only:
+        unknown = sorted(set(args.only) - set(names))
+        if unknown:
+            parser.error(f"unknown mutant(s) {unknown}; --list shows the names")
+        mutants = [m for m in MUTANTS if m.name in args.only]
+    if args.list:
+        for m in mutants:
+            print(f"{m.name:36s} {m.path}: {m.desc}")
+        return 0
+
+    problems = _check_snippets(ROOT, mutants)
+    if problems:
+        print("stale mutants:\n  " + "\n  ".join(problems))
+        return 1
+
+    with tempfile.TemporaryDirectory(prefix="skbong-mutate-") as tmp:
+        copy = os.path.join(tmp, "repo")
+        shutil.copytree(ROOT, copy, ignore=IGNORE, symlinks=True)
+        if not _imports_copy(copy):
+            print("the copy's skbong is not the one imported: PYTHONPATH is not honoured")
+            return 1
+        failed = False
+        if not args.no_baseline:
+            for tests in dict.fromkeys(m.tests for m in mutants):
+                rc, secs, out = _pytest(copy, tests)
+                status = "passes" if rc == 0 else f"FAILS (pytest exit {rc})"
+                print(f"baseline {' '.join(tests)}: {status} in {secs:.1f} s", flush=True)
+                if rc != 0:
+                    failed = True
+                    print(out[-3000:])
+            if failed:
+                print("the unmutated tests must pass first")
+                return 1
+        rows = []
+        for m in mutants:
+            path = os.path.join(copy, m.path)
+            with open(path, encoding="utf-8") as fh:
+                original = fh.read()
+            try:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(original.replace(m.old, m.new, 1))
+                rc, secs, out = _pytest(copy, m.tests)
+            finally:
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(original)
+            if rc == 5:
+                verdict, failed = "NO TESTS", True
+            elif rc == 0:
+                verdict, failed = "SURVIVED", True
+            elif rc == 1:
+                verdict = "killed"
+            else:
+                verdict = f"killed (pytest exit {rc})"
+            rows.append((m, verdict, secs))
+            print(f"{m.name:36s} {verdict:24s} {secs:7.1f} s  {' '.join(m.tests)}", flush=True)
+            if args.verbose or rc in (0, 5):
+                print(out[-2000:])
+        n_killed = sum(v.startswith("killed") for _, v, _ in rows)
+        print(f"\n{n_killed} of {len(rows)} mutants killed")
+        for m, verdict, _ in rows:
+            if not verdict.startswith("killed"):
+                print(f"  {verdict}: {m.name}: {m.desc}")
+        return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
