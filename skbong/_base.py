@@ -211,11 +211,7 @@ class BongBase(PosteriorMixin, BaseEstimator):
     def _validate_all_params(self):
         self._validate_params()
         hidden = self._model_params()
-        if self.family == "dlr" and self.hessian == "mc_hess":
-            raise ValueError(
-                "hessian='mc_hess' is not available with family='dlr': the paper omits MC-HESS for "
-                "the low-rank family (appendix E.5); use 'lin_hess', 'lin_ef' or 'mc_ef'"
-            )
+        engine.check_names(family=self.family, hessian=self.hessian)
         if self.rule == "blr" and self.learning_rate > 1:
             raise ValueError(
                 f"learning_rate={self.learning_rate} must be in (0, 1] for rule='blr' (the natural "

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import noise
+from .curvature import ESTIMATORS
 from .families import FAMILIES, DLRState, MeanCov
 from .likelihoods import LIKELIHOODS
 from .models import MLP, UserModel
@@ -35,15 +36,13 @@ from .stream import (
     stream,
     stream_step,
 )
-from .types import (
-    FAMILY_NAMES,
-    HESSIAN_NAMES,
-    LIKELIHOOD_NAMES,
-    RULE_NAMES,
-    Config,
-    Curv,
-    Hyper,
-)
+from .types import Config, Curv, Hyper, check_names
+
+# The names of each kind, read from its registry (the only source of names).
+RULE_NAMES = tuple(RULES)
+HESSIAN_NAMES = tuple(ESTIMATORS)
+FAMILY_NAMES = tuple(FAMILIES)
+LIKELIHOOD_NAMES = tuple(LIKELIHOODS)
 
 
 def init_state(config, mean0, prior_var):
@@ -101,6 +100,7 @@ __all__ = [
     "Config",
     "Curv",
     "DLRState",
+    "ESTIMATORS",
     "FAMILIES",
     "FAMILY_NAMES",
     "HESSIAN_NAMES",
@@ -114,6 +114,7 @@ __all__ = [
     "RULES",
     "RULE_NAMES",
     "UserModel",
+    "check_names",
     "init_state",
     "make_key",
     "noise",

@@ -134,9 +134,8 @@ def _hessian_diag(config, theta, x, y, w, obs_var, key):
 
 
 def mc_hess(config, family, state, x, y, w, obs_var, key):
-    """MC-HESS: Monte Carlo gradient and Hessian (dense or diagonal, per family)."""
-    if family.hess_kind is None:
-        raise ValueError(f"hessian='mc_hess' is not available for family={config.family!r}")
+    """MC-HESS: Monte Carlo gradient and Hessian (dense or diagonal, per family; a
+    family without ``hess_kind`` is refused by :func:`~.types.check_names`)."""
     key_sample, key_probe = jax.random.split(key)
     thetas, grads = _sample_grads(config, family, state, x, y, w, obs_var, key_sample)
     if family.hess_kind == "dense":

@@ -64,11 +64,6 @@ def _kl_gradient(state, prior, g):
     return g - _prec_matvec(prior, state.mean - prior.mean)
 
 
-def _require_factor(curv):
-    if curv.factor is None:
-        raise ValueError("family='dlr' needs a low-rank curvature factor (not mc_hess)")
-    return curv.factor
-
 
 TALL_FROM = 65536
 """From this many parameters on, the natural step stores W̃ as a (P, k) matrix (what the
@@ -89,7 +84,7 @@ def ngd(state, prior, g, curv, alpha):
     :data:`TALL_FROM` for the memory layout.
     """
     root = jnp.sqrt(alpha)
-    factor = root * _require_factor(curv)
+    factor = root * curv.factor
     coef, rest = gradient_split(g, curv)
     if prior is None:
         prec_diag = state.prec_diag
@@ -125,7 +120,7 @@ def gd(state, prior, g, curv, alpha):
     G̃ is held as diag(c) + U diag(s) Uᵀ: U = B, s = −1, c = 0 without a prior; with a
     prior (BBB) G̃ = G − Λ₀ + Λ adds c = Υ − Υ₀ and U = [B, W, W₀], s = [−1, +1, −1].
     """
-    factor = _require_factor(curv)
+    factor = curv.factor
     w = state.prec_lr
     if prior is None:
         c = jnp.zeros_like(state.prec_diag)
