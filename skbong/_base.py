@@ -17,9 +17,10 @@ import scipy.linalg
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import engine
+from ._bank import PRIOR_GRID, PriorBankMixin
 from ._guard import _check_not_forked
 from ._posterior import PosteriorMixin
 from ._signature import structural_signature
@@ -50,11 +51,6 @@ def _physical_memory():
         return 16 * 2**30
 
 
-PRIOR_GRID = 10.0 ** np.arange(-3, 4)
-"""Prior variances of the bank that ``prior_variance="auto"`` runs (K = 7, 10⁻³ … 10³)."""
-
-_MIN_WEIGHT = 1e-9
-"""Bank filters with a smaller posterior weight are left out of predictions."""
 
 # ------------------------------------------------------- positive definiteness
 def _is_spd(cov):
@@ -118,7 +114,7 @@ def _is_sound(family, state):
     return True
 
 
-class BongBase(PosteriorMixin, BaseEstimator):
+class BongBase(PriorBankMixin, PosteriorMixin, BaseEstimator):
     """Parameters, validation and streaming shared by the BONG estimators."""
 
     _parameter_constraints = {
@@ -485,64 +481,6 @@ class BongBase(PosteriorMixin, BaseEstimator):
         self._n_steps += -(-n_rows // size)
         self.n_observations_ += int(n_rows)
         self._publish(config)
-
-    def _components(self):
-        """The filters that predictions use: ``(weight, state, noise)`` with the state
-        and noise as tuples of numpy arrays (noise None when it is fixed). One filter of
-        weight 1, or the bank's filters of weight ≥ :data:`_MIN_WEIGHT` (renormalised)."""
-        if self._log_evidence is None:
-            return [(1.0, self._state, self._noise)]
-        weights = self.prior_weights_
-        keep = np.flatnonzero(weights >= _MIN_WEIGHT)
-        total = weights[keep].sum()
-        return [
-            (
-                weights[k] / total,
-                tuple(a[k] for a in self._state),
-                None if self._noise is None else tuple(a[k] for a in self._noise),
-            )
-            for k in keep
-        ]
-
-    @property
-    def prior_weights_(self):
-        """Posterior weights of the bank's prior variances (``prior_variance="auto"``),
-        shape (K,), aligned with ``prior_grid_``: proportional to the exp of each
-        filter's cumulative log predictive density (zero for a dropped filter)."""
-        check_is_fitted(self, "_state")
-        if self._log_evidence is None:
-            raise AttributeError("prior_weights_ exists with prior_variance='auto' only")
-        log_w = self._log_evidence - np.max(self._log_evidence)
-        weights = np.exp(log_w)
-        return weights / weights.sum()
-
-    @property
-    def log_evidence_(self):
-        """Cumulative log predictive density of every row learned, per filter of the
-        bank (``prior_variance="auto"``), shape (K,): Σₜ wₜ log p(yₜ | xₜ, past), the
-        online evidence (for the linear-Gaussian model, the log marginal likelihood);
-        ``-inf`` for a dropped filter."""
-        check_is_fitted(self, "_state")
-        if self._log_evidence is None:
-            raise AttributeError("log_evidence_ exists with prior_variance='auto' only")
-        return self._log_evidence.copy()
-
-    @property
-    def prior_grid_(self):
-        """The bank's prior variances (``prior_variance="auto"``), shape (K,)."""
-        check_is_fitted(self, "_state")
-        if self._log_evidence is None:
-            raise AttributeError("prior_grid_ exists with prior_variance='auto' only")
-        return PRIOR_GRID.copy()
-
-    @property
-    def prior_variance_(self):
-        """The prior variance in use: ``prior_variance``, or with ``"auto"`` the bank's
-        value of largest weight."""
-        check_is_fitted(self, "_state")
-        if self._log_evidence is None:
-            return float(self.prior_variance)
-        return float(PRIOR_GRID[np.argmax(self._log_evidence)])
 
     def _diagnosis(self, X):
         """What most likely helps, read from the inputs and the settings in use."""

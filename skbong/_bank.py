@@ -1,0 +1,82 @@
+"""The bank of prior variances (``prior_variance="auto"``): its grid, its weights from
+the online evidence, and the filters that predictions mix.
+
+The bank's filters are stacked on a leading axis of ``_state`` (and ``_noise``), and
+``_log_evidence`` holds each filter's cumulative log predictive density (``None``
+without a bank); :mod:`skbong._base` runs them.
+"""
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+PRIOR_GRID = 10.0 ** np.arange(-3, 4)
+"""Prior variances of the bank that ``prior_variance="auto"`` runs (K = 7, 10⁻³ … 10³)."""
+
+_MIN_WEIGHT = 1e-9
+"""Bank filters with a smaller posterior weight are left out of predictions."""
+
+
+class PriorBankMixin:
+    """The bank's fitted attributes and the components predictions mix (one filter of
+    weight 1 without a bank)."""
+
+    def _components(self):
+        """The filters that predictions use: ``(weight, state, noise)`` with the state
+        and noise as tuples of numpy arrays (noise None when it is fixed). One filter of
+        weight 1, or the bank's filters of weight ≥ :data:`_MIN_WEIGHT` (renormalised)."""
+        if self._log_evidence is None:
+            return [(1.0, self._state, self._noise)]
+        weights = self.prior_weights_
+        keep = np.flatnonzero(weights >= _MIN_WEIGHT)
+        total = weights[keep].sum()
+        return [
+            (
+                weights[k] / total,
+                tuple(a[k] for a in self._state),
+                None if self._noise is None else tuple(a[k] for a in self._noise),
+            )
+            for k in keep
+        ]
+
+    @property
+    def prior_weights_(self):
+        """Posterior weights of the bank's prior variances (``prior_variance="auto"``),
+        shape (K,), aligned with ``prior_grid_``: proportional to the exp of each
+        filter's cumulative log predictive density (zero for a dropped filter)."""
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None:
+            raise AttributeError("prior_weights_ exists with prior_variance='auto' only")
+        log_w = self._log_evidence - np.max(self._log_evidence)
+        weights = np.exp(log_w)
+        return weights / weights.sum()
+
+    @property
+    def log_evidence_(self):
+        """Cumulative log predictive density of every row learned, per filter of the
+        bank (``prior_variance="auto"``), shape (K,): Σₜ wₜ log p(yₜ | xₜ, past), the
+        online evidence (for the linear-Gaussian model, the log marginal likelihood);
+        ``-inf`` for a dropped filter."""
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None:
+            raise AttributeError("log_evidence_ exists with prior_variance='auto' only")
+        return self._log_evidence.copy()
+
+    @property
+    def prior_grid_(self):
+        """The bank's prior variances (``prior_variance="auto"``), shape (K,)."""
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None:
+            raise AttributeError("prior_grid_ exists with prior_variance='auto' only")
+        return PRIOR_GRID.copy()
+
+    @property
+    def prior_variance_(self):
+        """The prior variance in use: ``prior_variance``, or with ``"auto"`` the bank's
+        value of largest weight."""
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None:
+            return float(self.prior_variance)
+        return float(PRIOR_GRID[np.argmax(self._log_evidence)])
+
+
+__all__ = ["PRIOR_GRID", "PriorBankMixin"]
