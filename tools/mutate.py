@@ -227,6 +227,14 @@ MUTANTS = [
         "the estimator's dlr soundness check refuses small but positive variances",
     ),
     Mutant(
+        "spd-check-disabled",
+        "skbong/_base.py",
+        "    return info == 0 and bool(np.all(np.isfinite(np.diagonal(chol))))\n",
+        "    return True\n",
+        ("tests/test_faults.py", "-k", "indefinite"),
+        "the estimator's once-per-call Cholesky check accepts any dense covariance",
+    ),
+    Mutant(
         "dlr-output-cov-sign",
         "skbong/engine/families/dlr.py",
         'jac, 1.0 / state.prec_diag, jac) - jnp.einsum(',
