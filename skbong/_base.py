@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import engine
-from ._bank import PRIOR_GRID, PriorBankMixin
+from ._bank import PRIOR_GRID, PriorBankMixin, discounted_gain, evidence_discount
 from ._guard import _check_not_forked
 from ._posterior import PosteriorMixin
 from ._signature import structural_signature
@@ -432,7 +432,8 @@ class BongBase(PriorBankMixin, PosteriorMixin, BaseEstimator):
         the bank: its weight becomes zero for good (a warning says so). Only when no
         filter is left does the call fail, and then nothing is changed. The weight of a
         filter is proportional to exp of its cumulative log predictive density of the
-        rows (the online evidence; the marginal likelihood in the conjugate case).
+        rows (the online evidence; the marginal likelihood in the conjugate case),
+        discounted per row for networks (:func:`~skbong._bank.evidence_discount`).
         """
         size, n_rows = int(self.batch_size), X.shape[0]
         with self._x64():
@@ -473,9 +474,10 @@ class BongBase(PriorBankMixin, PosteriorMixin, BaseEstimator):
                 SkippedRowsWarning,
                 stacklevel=4,
             )
-        gain = np.sum(np.nan_to_num(log_lik.astype(np.float64)) * w[None, :], axis=1)
+        weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
+        gain, keep = discounted_gain(weighted, evidence_discount(config.model))
         # commit: nothing above changed the estimator
-        self._log_evidence = np.where(alive, self._log_evidence + gain, -np.inf)
+        self._log_evidence = np.where(alive, keep * self._log_evidence + gain, -np.inf)
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
         self._n_steps += -(-n_rows // size)

@@ -239,7 +239,8 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         Prior variance σ₀² of the parameters. For networks the weights of a layer with
         fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation distribution
         at any width); biases σ₀². ``"auto"`` runs a bank of filters over
-        σ₀² ∈ {10⁻³, …, 10³} weighted by their online evidence (``prior_weights_``).
+        σ₀² ∈ {10⁻³, …, 10³} weighted by their online evidence (``prior_weights_``;
+        discounted by 0.99 per row for networks).
     drift : float in (0, 1], default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update. 1 (with
         ``process_noise=0``): a static model, for stationary data; below 1: the belief

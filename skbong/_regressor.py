@@ -406,7 +406,8 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         get a broad prior of their own, variance 100 (in units of the noise variance
         when it is learned, so raw-scale targets work). ``"auto"`` runs a bank of
         filters over σ₀² ∈ {10⁻³, …, 10³} in one compiled program, weighted by their
-        online evidence (for the linear model, the exact marginal likelihood), and
+        online evidence (for the linear model, the exact marginal likelihood; for networks
+        discounted by 0.99 per row, so that it follows the model as it is now), and
         predicts with their mixture (``prior_weights_``, ``prior_variance_``).
     obs_variance : float or "auto", default="auto"
         Observation noise variance R. ``"auto"`` learns it from the stream, per output,

@@ -239,6 +239,32 @@ def test_bank_evidence_is_the_marginal_likelihood(obs_variance):
         np.testing.assert_allclose(est.coef_, mixed[:-1], rtol=1e-8)
 
 
+def test_network_bank_evidence_is_discounted():
+    """A network's bank weights forget: log_evidence_ of filter k is
+    Σₜ δ^(n−1−t) log p(yₜ | xₜ, past) with δ = 0.99, each term after the first the
+    one-step-ahead predictive density of a filter run alone at that prior variance (its
+    ``predict_logpdf`` before it learns the row; linearised Student-t, as in the stream);
+    the first row's term is the bank's own after one row. The stream is split in two
+    calls, so the old evidence must be discounted by δ per new row. float64: rtol 1e-9."""
+    from skbong._base import PRIOR_GRID
+
+    X, y = _data(n=12, seed=12)
+    n, kw = len(y), dict(hidden_layer_sizes=(3,), family="dlr", rank=4)
+    bank = _reg(prior_variance="auto", **kw).fit(X[:5], y[:5]).partial_fit(X[5:], y[5:])
+    later = []
+    for v in PRIOR_GRID:
+        alone = _reg(prior_variance=v, **kw).fit(X[:1], y[:1])
+        terms = []
+        for t in range(1, n):
+            terms.append(alone.predict_logpdf(X[t : t + 1], y[t : t + 1])[0])
+            alone.partial_fit(X[t : t + 1], y[t : t + 1])
+        later.append(terms)
+    row0 = _reg(prior_variance="auto", **kw).fit(X[:1], y[:1]).log_evidence_
+    expected = 0.99 ** (n - 1) * row0 + np.array(later) @ 0.99 ** np.arange(n - 2, -1, -1.0)
+    np.testing.assert_allclose(bank.log_evidence_, expected, rtol=1e-9)
+    assert not np.allclose(bank.log_evidence_, row0 + np.sum(later, axis=1), rtol=1e-6)
+
+
 def test_bank_predictive_is_the_mixture():
     X, y = _data(n=25, seed=10)
     Xt, yt = _data(n=5, seed=11)
