@@ -512,6 +512,7 @@ def merge_fitted(estimators, compare_model=True):
     for est in estimators:
         check_online(est)
         check_is_fitted(est, "_state")
+        est._config()  # refuses a structural parameter changed since that estimator's fit
     first = estimators[0]
     config = first._config()
     check_mergeable(first, config)

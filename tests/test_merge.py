@@ -254,6 +254,12 @@ def test_refuses_different_parameters(pair, change, match):
         merge_posteriors([pair[0], other])
 
 
+def test_refuses_a_structure_changed_after_its_fit(pair):
+    other = clone(pair[1]).set_params(family="diag").fit(X[:5], Y[:5]).set_params(family="full")
+    with pytest.raises(ValueError, match=r"\['family'\] changed since the estimator was fitted"):
+        merge_posteriors([pair[0], other])
+
+
 def test_ignores_prediction_parameters(pair):
     other = clone(pair[1]).set_params(predictive="plugin", verbose=0, random_state=3)
     merge_posteriors([pair[0], other.fit(X[20:], Y[20:])])
