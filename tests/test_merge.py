@@ -100,11 +100,11 @@ def test_conjugate_merge_is_the_exact_posterior(family, partition):
     assert merged.n_observations_ == N
 
 
-@pytest.mark.parametrize("obs_variance", ["auto", 0.3])
-def test_bank_weights_merge_to_the_marginal_likelihood(obs_variance):
+@pytest.mark.parametrize("obs_variance, family", [("auto", EXACT["full"]), (0.3, EXACT["dlr rank P"])])
+def test_bank_weights_merge_to_the_marginal_likelihood(obs_variance, family):
     """Every filter of the prior bank is its prior's exact posterior, and its evidence the
     marginal likelihood of all rows: the weights merge exactly."""
-    est = _reg(prior_variance="auto", obs_variance=obs_variance, family="full")
+    est = _reg(prior_variance="auto", obs_variance=obs_variance, **family)
     shards = _shards(est, PARTITIONS["uneven, single rows"])
     merged = merge_posteriors(shards)
     if obs_variance == "auto":
@@ -120,9 +120,9 @@ def test_bank_weights_merge_to_the_marginal_likelihood(obs_variance):
     assert_allclose(merged.prior_weights_, weights / weights.sum(), atol=1e-9)
     # a filter dropped from the bank in one shard (its update failed) is dropped from the merge
     shards[1]._log_evidence = np.r_[-np.inf, shards[1]._log_evidence[1:]]
-    cov = shards[1]._state[1].copy()
-    cov[0] = np.nan
-    shards[1]._state = (shards[1]._state[0], cov)
+    second = shards[1]._state[1].copy()  # Σ (full) or Υ (dlr)
+    second[0] = np.nan
+    shards[1]._state = (shards[1]._state[0], second, *shards[1]._state[2:])
     dropped = merge_posteriors(shards)
     assert dropped.log_evidence_[0] == -np.inf and dropped.prior_weights_[0] == 0
     _close(dropped.log_evidence_[1:], ref[1:])
@@ -130,18 +130,16 @@ def test_bank_weights_merge_to_the_marginal_likelihood(obs_variance):
 
 def test_diag_merge_is_exact_when_the_posterior_is_diagonal():
     """Rows with one non-zero input and no intercept keep every precision diagonal, so
-    the diagonal family is exact too: merged, sequential and the full family agree."""
+    the diagonal family's one pass is exact too, and the merge must equal it."""
     onehot = np.eye(D)[GROUP] * X[:, :1]
-    fits = {}
-    for family in ("diag", "full"):
-        est = _reg(family=family, fit_intercept=False)
-        shards = [clone(est).fit(onehot[i], Y[i]) for i in PARTITIONS["uneven, single rows"]]
-        fits[family] = merge_posteriors(shards), clone(est).fit(onehot, Y)
-    (merged, sequential), (full, _) = fits["diag"], fits["full"]
-    for other in (sequential, full):
-        _close(merged.posterior_mean_, other.posterior_mean_)
-        _close(merged.posterior_var_, other.posterior_var_)
-        _close(merged.obs_variance_, other.obs_variance_)
+    est = _reg(family="diag", fit_intercept=False)
+    merged = merge_posteriors(
+        [clone(est).fit(onehot[i], Y[i]) for i in PARTITIONS["uneven, single rows"]]
+    )
+    sequential = clone(est).fit(onehot, Y)
+    _close(merged.posterior_mean_, sequential.posterior_mean_)
+    _close(merged.posterior_var_, sequential.posterior_var_)
+    _close(merged.obs_variance_, sequential.obs_variance_)
 
 
 def _from_prior_mean(est, mean0):
@@ -367,8 +365,8 @@ def test_fit_partitions_is_exact_on_any_chunking(weighted):
     assert fitted.n_observations_ == N and fitted.random_state is None
 
 
-def test_fit_partitions_dlr_bank_and_empty_partitions():
-    est = _reg(prior_variance="auto", family="dlr", rank=D + 1)
+def test_fit_partitions_bank_and_empty_partitions():
+    est = _reg(prior_variance="auto", family="full")
     Xd = da.from_array(X, chunks=((0, 15, 0, 25), (3,)))
     fitted = fit_partitions(est, Xd, da.from_array(Y, chunks=((0, 15, 0, 25),)))
     _close(fitted.log_evidence_, [nig_log_evidence(X, Y, v) for v in PRIOR_GRID])
