@@ -278,7 +278,10 @@ def _bank_refusal(est, config):
     if config.likelihood != "gaussian":
         return f"the {config.likelihood} likelihood is not conjugate"
     if not _is_linear(config):
-        return "a network or user model is not conjugate"
+        return (
+            "a network or user model is not conjugate, and its evidence forgets older rows "
+            "(0.99 per row), so it depends on their time order"
+        )
     if config.family == "dlr" and config.rank < n_params:
         return f"family='dlr' with rank={est.rank} < P={n_params} is not exact"
     if config.family not in ("full", "dlr"):
