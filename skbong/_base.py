@@ -10,10 +10,7 @@ import os
 import warnings
 from numbers import Integral, Real
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-import scipy.linalg
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -52,66 +49,13 @@ def _physical_memory():
 
 
 
-# ------------------------------------------------------- positive definiteness
-def _is_spd(cov):
-    """Whether the symmetric part of a dense covariance has a Cholesky factor in its own
-    dtype (LAPACK ``potrf``): positive definite to working precision, the property the
-    samplers of the MC rules and predictives rely on. O(P³), once per call: SciPy's
-    blocked ``potrf`` called directly (about 8 ms at P = 881 in float32 on one core,
-    6× faster than ``np.linalg.cholesky``)."""
-    potrf = scipy.linalg.lapack.get_lapack_funcs("potrf", (cov,))
-    chol, info = potrf(0.5 * (cov + cov.T), lower=True, overwrite_a=True, clean=False)
-    return info == 0 and bool(np.all(np.isfinite(np.diagonal(chol))))
-
-
-@jax.jit
-def _dlr_min_variance(prec_diag, prec_lr):
-    """The smallest marginal variance of a dlr belief, computed by the engine's own
-    :func:`~skbong.engine.families.dlr.marginal_var` (NaN where its Woodbury
-    factorisation fails)."""
-    var = engine.families.dlr.marginal_var(engine.DLRState(None, prec_diag, prec_lr))
-    return jnp.min(jnp.where(jnp.isnan(var), -jnp.inf, var))
-
-
-def _dlr_variances_positive(state):
-    """Whether the marginal variances ``diag((Υ + W Wᵀ)⁻¹) = 1/Υ − rowsum(V²)``,
-    ``V = Υ⁻¹ W L⁻ᵀ``, ``L Lᵀ = I + Wᵀ Υ⁻¹ W``, are positive in the state's dtype.
-
-    Υ + W Wᵀ is positive definite by construction (Υ > 0 is checked in every step), but
-    an update with an enormous row leaves a precision so ill-conditioned that these
-    variances, which the predictives use, cancel to zero, or that the R × R Cholesky
-    factorisation of I + Wᵀ Υ⁻¹ W fails in rounding. O(P R²), once per call.
-
-    The variances are computed by the same compiled engine function that
-    ``posterior_var_`` and the predictives use, so the check cannot pass where they
-    would give NaN (a NumPy/LAPACK copy of the formula once passed a 1e30-input belief
-    on which the engine's factorisation failed: the two round differently at the edge).
-    """
-    _, prec_diag, w = state
-    with jax.enable_x64(w.dtype == np.float64):
-        return bool(_dlr_min_variance(prec_diag, w) > 0)
-
-
-_UNSOUND = {
-    "full": "a covariance that is not positive definite",
-    "full_moment": "a covariance that is not positive definite",
-    "dlr": "a precision too ill-conditioned for positive variances",
-}
-"""What the once-per-call check (:func:`_is_sound`) found wrong, per family."""
-
-
 def _is_sound(family, state):
-    """Whether a belief (a tuple of numpy arrays) is usable, checked once per call on the
-    families whose per-step validity check (finite, positive diagonal) does not
-    guarantee it: a positive diagonal does not make a dense Σ positive definite
-    (:func:`_is_spd`, O(P³)), and a positive Υ does not keep the dlr variances from
-    cancelling (:func:`_dlr_variances_positive`, O(P R²)). ``diag`` / ``diag_moment``
-    hold the variances themselves, all checked > 0 in every step."""
-    if family in ("full", "full_moment"):
-        return _is_spd(state[1])
-    if family == "dlr":
-        return _dlr_variances_positive(state)
-    return True
+    """Whether a belief (a tuple of numpy arrays) is usable: the family's once-per-call
+    host check (:attr:`~skbong.engine.families.Family.host_check`; the dense families'
+    Cholesky, the dlr variances), for the families whose per-step validity check does
+    not guarantee it."""
+    check = engine.FAMILIES[family].host_check
+    return check is None or check(state)
 
 
 class BongBase(PriorBankMixin, PosteriorMixin, BaseEstimator):
@@ -222,15 +166,15 @@ class BongBase(PriorBankMixin, PosteriorMixin, BaseEstimator):
     def _build_config(self, n_features, n_outputs, hidden):
         model = self._build_model(n_features, n_outputs, hidden)
         n_params = model.n_params()
-        if self.family in ("full", "full_moment"):
-            need = 4 * n_params * n_params * np.dtype(self._jax_dtype()).itemsize
-            if need > 0.5 * _physical_memory():
-                raise ValueError(
-                    f"family={self.family!r} with P={n_params} parameters needs about "
-                    f"{need / 2**30:.1f} GiB for the dense covariance and its update, more than half "
-                    f"of this machine's memory ({_physical_memory() / 2**30:.1f} GiB); use "
-                    "family='dlr' or 'diag'"
-                )
+        family = engine.FAMILIES[self.family]
+        need = family.memory(n_params, int(self.rank), np.dtype(self._jax_dtype()).itemsize)
+        if need > 0.5 * _physical_memory():
+            raise ValueError(
+                f"family={self.family!r} with P={n_params} parameters needs about "
+                f"{need / 2**30:.1f} GiB for the belief and its update, more than half "
+                f"of this machine's memory ({_physical_memory() / 2**30:.1f} GiB); use "
+                "family='dlr' or 'diag'"
+            )
         return engine.Config(
             model=model,
             likelihood=self._likelihood(n_outputs),
@@ -398,7 +342,7 @@ class BongBase(PriorBankMixin, PosteriorMixin, BaseEstimator):
             last = min(first + size, n_rows) - 1  # the last step may be padded
             rows = f"row {first}" if first == last else f"rows {first}..{last}"
             what = (
-                f"{_UNSOUND[self.family]} in {self.dtype}"
+                f"{engine.FAMILIES[self.family].unsound} in {self.dtype}"
                 if not_pd[bad[0]]
                 else "a non-finite or invalid posterior"
             )
@@ -492,21 +436,9 @@ class BongBase(PriorBankMixin, PosteriorMixin, BaseEstimator):
                 f"the inputs reach |x| = {float(np.max(np.abs(X))):.3g}: standardise them "
                 "(e.g. make_streaming_pipeline(StandardScaler(), ...))"
             )
-        if self.family in ("diag_moment", "full_moment"):
-            natural = self.family.replace("_moment", "")
-            hints.append(
-                f"family={self.family!r} takes moment steps (Σ' = Σ + α Σ G Σ for the natural "
-                "rules, Σ + (α/2) G for the plain ones), which lose positive definiteness on a row "
-                "more informative than the current belief, as published (doc: 'Which combination "
-                f"survives'); the natural family={natural!r}, or 'dlr', takes the same data; "
-                "or backtrack=20 (halve a step that would break it, with rule='bong' or 'blr')"
-            )
-        elif self.family == "diag":
-            hints.append(
-                "family='diag' steps the mean with a diagonal covariance, which can overshoot "
-                "on a network (doc: 'Which combination survives'); obs_variance='auto', "
-                "rule='blr' or family='dlr' take the same data"
-            )
+        advice = engine.FAMILIES[self.family].advice
+        if advice:
+            hints.append(advice)
         if self.rule in ("bog", "bbb"):
             hints.append(
                 f"rule={self.rule!r} takes plain-gradient steps of size "

@@ -89,9 +89,10 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-import skbong._base as base
 from skbong import BongClassifier, BongRegressor, NonFiniteUpdateError
 from skbong import engine as E
+from skbong.engine.families.dlr import variances_positive
+from skbong.engine.families.full import is_spd
 
 # ----------------------------------------------------------------------------- engine
 # (name, prior variance, x, y, w); float32 throughout
@@ -517,7 +518,7 @@ def test_engine_accepts_an_indefinite_dense_covariance():
     cov = np.asarray(state.cov)
     assert ok.all() and np.all(np.diag(cov) > 0)
     assert np.linalg.eigvalsh(cov.astype(np.float64)).min() < -0.1
-    assert not base._is_spd(cov) and not _positive_definite(cov)
+    assert not is_spd(cov) and not _positive_definite(cov)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -597,8 +598,10 @@ def test_backtrack_zero_is_the_published_step_and_too_few_halvings_still_refuse(
 
 def test_positive_definiteness_is_checked_once_per_call(monkeypatch):
     calls = []
-    real = base._is_spd
-    monkeypatch.setattr(base, "_is_spd", lambda cov: calls.append(cov.shape) or real(cov))
+    counting = E.FAMILIES["full"]._replace(
+        host_check=lambda st: calls.append(st[1].shape) or is_spd(st[1])
+    )
+    monkeypatch.setitem(E.FAMILIES, "full", counting)
     est = BongRegressor(**REPRESENTATIVE[0], **COMMON).fit(X_FIT, Y_REG)
     est.partial_fit(X_MORE, Y_MORE_REG)
     assert calls == [(D + 1, D + 1)] * 2
@@ -612,10 +615,10 @@ def test_dlr_variances_are_checked_once_per_call(monkeypatch):
     """Υ + W Wᵀ is positive definite by construction, but its marginal variances can
     cancel; they are checked once per call (O(P R²)), not per step."""
     calls = []
-    real = base._dlr_variances_positive
-    monkeypatch.setattr(
-        base, "_dlr_variances_positive", lambda st: calls.append(len(st)) or real(st)
+    counting = E.FAMILIES["dlr"]._replace(
+        host_check=lambda st: calls.append(len(st)) or variances_positive(st)
     )
+    monkeypatch.setitem(E.FAMILIES, "dlr", counting)
     est = BongRegressor(**REPRESENTATIVE[4], **COMMON).fit(X_FIT, Y_REG)
     est.partial_fit(X_MORE, Y_MORE_REG)
     assert calls == [3, 3]
@@ -626,8 +629,8 @@ def test_dlr_variance_check_catches_cancelled_variances():
     in float64 1/Υ − V² = 1e-8 > 0, in float32 it cancels to 0 (1 + 1e8 rounds to 1e8),
     so the predictive variance would be 0: the check refuses such a belief."""
     state = (np.zeros(2), np.ones(2), np.array([[1e4], [0.0]]))
-    assert base._dlr_variances_positive(state)
-    assert not base._dlr_variances_positive(tuple(a.astype(np.float32) for a in state))
+    assert variances_positive(state)
+    assert not variances_positive(tuple(a.astype(np.float32) for a in state))
 
 
 def test_compiled_full_step_has_no_dense_cholesky():

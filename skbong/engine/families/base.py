@@ -35,6 +35,16 @@ class Family(NamedTuple):
         noise's rescaling, :mod:`..noise`).
     hess_kind : str or None
         What MC-HESS must deliver: ``"dense"``, ``"diag"``, or ``None`` (unsupported).
+    host_check : callable ``state -> bool`` or None
+        The once-per-call soundness check on the host (numpy arrays), for a family
+        whose per-step ``is_valid`` does not guarantee a usable belief; ``None``: every
+        valid state is sound.
+    unsound : str
+        What ``host_check`` found wrong, for the error message.
+    memory : callable ``(P, R, itemsize) -> bytes``
+        The memory a belief and its update need, for the estimators' up-front check.
+    advice : str
+        What to try when an update of this family fails (for the error message).
     """
 
     init: Callable
@@ -47,6 +57,10 @@ class Family(NamedTuple):
     is_valid: Callable
     scale: Callable
     hess_kind: str | None
+    host_check: Callable | None = None
+    unsound: str = ""
+    memory: Callable = lambda p, r, itemsize: 4 * p * itemsize
+    advice: str = ""
 
 
 def finite_and_positive(finite=(), positive=()):

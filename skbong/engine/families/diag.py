@@ -46,11 +46,22 @@ def output_cov(state, jac):
     return jnp.einsum("ncp,p,ndp->ncd", jac, state.cov, jac)
 
 
-def _family(parametrisation):
+def _family(parametrisation, advice):
     return gs.make_family(
-        ALGEBRA, lambda p, dt: jnp.ones((p,), dtype=dt), sample, output_cov, "diag", parametrisation
+        ALGEBRA,
+        lambda p, dt: jnp.ones((p,), dtype=dt),
+        sample,
+        output_cov,
+        "diag",
+        parametrisation,
+        advice=advice,
     )
 
 
-DIAG = _family("natural")
-DIAG_MOMENT = _family("moment")
+DIAG = _family(
+    "natural",
+    "family='diag' steps the mean with a diagonal covariance, which can overshoot on a "
+    "network (doc: 'Which combination survives'); obs_variance='auto', rule='blr' or "
+    "family='dlr' take the same data",
+)
+DIAG_MOMENT = _family("moment", gs.moment_advice("diag_moment", "diag"))

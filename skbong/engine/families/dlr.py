@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..linalg import dlr_cov_root, dlr_grams, dlr_solve, project_rank, unit_chol_inverse
 from ..types import gradient_split
@@ -197,6 +198,31 @@ def scale(state, c):
     return DLRState(state.mean, state.prec_diag / c, state.prec_lr * jax.lax.rsqrt(c))
 
 
+@jax.jit
+def _min_variance(prec_diag, prec_lr):
+    """The smallest marginal variance of a dlr belief by :func:`marginal_var` (NaN where
+    its Woodbury factorisation fails counts as −∞)."""
+    var = marginal_var(DLRState(None, prec_diag, prec_lr))
+    return jnp.min(jnp.where(jnp.isnan(var), -jnp.inf, var))
+
+
+def variances_positive(state):
+    """Whether the marginal variances ``diag((Υ + W Wᵀ)⁻¹) = 1/Υ − rowsum(V²)`` of a
+    state of numpy arrays are positive in its dtype: the once-per-call host check.
+
+    Υ + W Wᵀ is positive definite by construction (Υ > 0 is checked in every step), but
+    an update with an enormous row leaves a precision so ill-conditioned that these
+    variances, which the predictives use, cancel to zero, or that the R × R Cholesky
+    factorisation of I + Wᵀ Υ⁻¹ W fails in rounding. O(P R²). Computed by the same
+    compiled :func:`marginal_var` that the predictives use, so the check cannot pass
+    where they would give NaN (a NumPy/LAPACK copy of the formula once passed a
+    1e30-input belief on which the engine's factorisation failed).
+    """
+    _, prec_diag, w = state
+    with jax.enable_x64(w.dtype == np.float64):
+        return bool(_min_variance(prec_diag, w) > 0)
+
+
 DLR = Family(
     init=init,
     predict=predict,
@@ -208,4 +234,7 @@ DLR = Family(
     is_valid=is_valid,
     scale=scale,
     hess_kind=None,
+    host_check=variances_positive,
+    unsound="a precision too ill-conditioned for positive variances",
+    memory=lambda p, r, itemsize: (2 + 3 * (r + 2)) * p * itemsize,  # μ, Υ, W and the step's P × (R + C) blocks
 )

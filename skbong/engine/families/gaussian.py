@@ -110,7 +110,18 @@ def moment_gd(alg, state, prior, g, curv, alpha):
     return MeanCov(state.mean + alpha * g, state.cov + 0.5 * alpha * alg.explicit(curv))
 
 
-def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation):
+def moment_advice(family, natural):
+    """What to try when a moment family's update fails."""
+    return (
+        f"family={family!r} takes moment steps (Σ' = Σ + α Σ G Σ for the natural rules, "
+        "Σ + (α/2) G for the plain ones), which lose positive definiteness on a row more "
+        "informative than the current belief, as published (doc: 'Which combination "
+        f"survives'); the natural family={natural!r}, or 'dlr', takes the same data; or "
+        "backtrack=20 (halve a step that would break it, with rule='bong' or 'blr')"
+    )
+
+
+def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation, **host):
     """Assemble a :class:`~.base.Family` from a representation and a parametrisation.
 
     Parameters
@@ -124,6 +135,9 @@ def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation):
         What MC-HESS delivers for this representation.
     parametrisation : ``"natural"`` or ``"moment"``
         Which pair of steps (NGD, GD) the family takes.
+    **host
+        The host-side fields of :class:`~.base.Family` (``host_check``, ``unsound``,
+        ``memory``, ``advice``).
     """
     ngd, gd = {"natural": (natural_ngd, natural_gd), "moment": (moment_ngd, moment_gd)}[
         parametrisation
@@ -141,6 +155,7 @@ def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation):
         is_valid=_is_valid(alg),
         scale=lambda s, c: MeanCov(s.mean, s.cov * c),
         hess_kind=hess_kind,
+        **host,
     )
 
 
