@@ -33,9 +33,9 @@ What is injected, and what each test proves:
     float32 in every curvature and gradient): refused by all 76.
   - **prior 1e-8**: the natural families and the moment bong / blr steps accept
     (Σ + α Σ G Σ moves a variance of 1e-8 by α 1e-16 c φᵢ²); the moment plain-gradient steps
-    bog / bbb must refuse: Σ + (α / 2) G = 1e-8 − 0.25 c φᵢ² < 0 (c ≈ 1: θ ≈ 0 ± 1e-4). Two
-    cells do not, a known float32 defect (:data:`KNOWN_DEFECTS`,
-    ``test_moment_bbb_keeps_the_data_curvature_under_a_tiny_prior``).
+    bog / bbb must refuse: Σ + (α / 2) G = 1e-8 − 0.25 c φᵢ² < 0 (c ≈ 1: θ ≈ 0 ± 1e-4),
+    which needs the KL curvature summed as G + (Λ − Λ₀)
+    (``test_moment_bbb_keeps_the_data_curvature_under_a_tiny_prior``).
   - **float32 range and conditioning edges**, x = 1e19 (x² = 1e38, |φ|² = 3e38 just below
     the float32 maximum), weight 1e30, prior 1e8, prior 1e8 with x = 1e4: whether a step
     survives depends on its order of operations (the Woodbury forms with the split
@@ -159,17 +159,6 @@ PINNED = {
 }
 """The measured outcomes of the float32 edge cases (see the module docstring)."""
 
-KNOWN_DEFECTS = {
-    ("diag_moment", "bbb", "lin_hess", "prior 1e-8"): "A",
-    ("diag_moment", "bbb", "mc_hess", "prior 1e-8"): "A",
-}
-"""Cells whose outcome is not the one the maths gives (R), pinned as they are so that a
-fix shows: the KL curvature G̃ = G − Λ₀ + Λ is summed left to right, and with
-Λ = Λ₀ = 1e8 the data curvature |G| ≤ 4 is below half an ulp of 1e8 in float32, so G̃
-rounds to 0 and the first BBB step keeps Σ = 1e-8 instead of going negative
-(``test_moment_bbb_keeps_the_data_curvature_under_a_tiny_prior``)."""
-
-
 def _expected(name, family, rule, hessian):
     """The one outcome of case ``name`` for this combination (module docstring)."""
     moment = family.endswith("_moment")
@@ -182,7 +171,7 @@ def _expected(name, family, rule, hessian):
     if name == "prior 1e-8":
         if not moment or rule in ("bong", "blr"):
             return "A"
-        return KNOWN_DEFECTS.get((family, rule, hessian, name), "R")
+        return "R"
     combos = [c for c in COMBOS if c[0] == family]
     return PINNED[name][family].replace(" ", "")[combos.index((family, rule, hessian))]
 
@@ -278,14 +267,9 @@ def test_engine_fault_matrix(family):
     assert not wrong, "\n".join(wrong)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="known float32 defect: the KL curvature G - Λ₀ + Λ loses G next to Λ₀ = 1e8 "
-    "(KNOWN_DEFECTS); summing G + (Λ - Λ₀) fixes it",
-)
 def test_moment_bbb_keeps_the_data_curvature_under_a_tiny_prior():
-    """The premise of :data:`KNOWN_DEFECTS`, and the behaviour it should have: one BBB
+    """The KL curvature G̃ = G + (Λ − Λ₀) must keep the data curvature next to a tiny
+    prior (Λ = Λ₀ = 1e8; summed as (G − Λ₀) + Λ it rounds to 0 in float32): one BBB
     inner step of ``diag_moment`` from the prior N(0, 1e-8 I) itself (so Λ − Λ₀ = 0 and
     G̃ = G = −φ φᵀ, diagonal −φᵢ²) must give Σ' = Σ + (α/2) G = 1e-8 − 0.25 φᵢ², negative,
     in float32 as in exact arithmetic (to the float32 rounding of that sum, 6e-8 relative)."""

@@ -64,7 +64,8 @@ def with_kl(alg, state, prior, g, curv):
         return g, curv
     prec0 = alg.inv(prior.cov)
     g_tilde = g - alg.matvec(prec0, state.mean - prior.mean)
-    g_curv = alg.explicit(curv) - prec0 + alg.inv(state.cov)
+    # G + (Λ − Λ₀), not (G − Λ₀) + Λ: with Λ = Λ₀ = 1e8 the latter loses G in float32
+    g_curv = alg.explicit(curv) + (alg.inv(state.cov) - prec0)
     return g_tilde, Curv(hess=g_curv)
 
 
