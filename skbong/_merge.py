@@ -38,9 +38,10 @@ import scipy.special
 from sklearn.utils.validation import check_is_fitted
 
 from . import engine
-from ._base import BongBase, _is_sound
+from ._base import BongBase
 from ._guard import _check_not_forked
 from ._signature import structural_signature
+from ._stream import _is_sound
 from .engine.linalg import dlr_grams, dlr_solve, project_rank
 from .exceptions import NonFiniteUpdateError
 

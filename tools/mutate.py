@@ -172,7 +172,7 @@ MUTANTS = [
     ),
     Mutant(
         "nan-x-fast-path",
-        "skbong/_base.py",
+        "skbong/_stream.py",
         "            and bool(np.isfinite(X).all())\n",
         "",
         ("tests/test_errors.py",),
@@ -180,7 +180,7 @@ MUTANTS = [
     ),
     Mutant(
         "nan-x-fast-path-properties",
-        "skbong/_base.py",
+        "skbong/_stream.py",
         "            and bool(np.isfinite(X).all())\n",
         "",
         ("tests/test_properties.py", "-k", "malformed"),

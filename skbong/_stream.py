@@ -1,0 +1,341 @@
+"""Streaming rows into the belief: one transactional ``fit`` / ``partial_fit`` call.
+
+Every call validates (with a fast path for plain numpy rows of a stream), runs the
+compiled engine over its rows, checks the result once on the host (the family's
+soundness check), and either commits the new belief with its counters or leaves the
+estimator exactly as it was; a refused row raises with a diagnosis, or with
+``on_error="skip"`` is replayed around and counted, with a warning.
+"""
+
+import warnings
+
+import numpy as np
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from . import engine
+from ._bank import PRIOR_GRID, discounted_gain, evidence_discount
+from ._guard import _check_not_forked
+from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
+
+
+def _is_sound(family, state):
+    """Whether a belief (a tuple of numpy arrays) is usable: the family's once-per-call
+    host check (:attr:`~skbong.engine.families.Family.host_check`; the dense families'
+    Cholesky, the dlr variances), for the families whose per-step validity check does
+    not guarantee it."""
+    check = engine.FAMILIES[family].host_check
+    return check is None or check(state)
+
+
+class StreamingMixin:
+    """The streaming half of :class:`~skbong._base.BongBase`: a call's rows through the
+    engine, committed atomically."""
+
+    def _learn(self, config, X, Y, sample_weight, obs_var):
+        """Stream rows into the belief; commit only if every update was valid.
+
+        The compiled stream keeps the previous belief, and flags the step, wherever an
+        update gives a non-finite state or one that fails the family's ``is_valid``. For
+        the dense families a positive diagonal does not make Σ positive definite, and a
+        Cholesky factorisation on every step would add O(P³) work to the O(P² C) Woodbury
+        step; so the belief is checked once, after the call's stream (:func:`_is_sound`:
+        Σ positive definite, or the dlr marginal variances positive). Only if that check
+        fails is the call replayed from the belief before it (:meth:`_replay`), to reject
+        the steps that make it fail.
+        """
+        dt = self._jax_dtype()
+        size, n_rows = int(self.batch_size), X.shape[0]
+        w = np.ones(n_rows, dt) if sample_weight is None else np.asarray(sample_weight, dt)
+        X, Y = X.astype(dt, copy=False), Y.astype(dt, copy=False)
+        hyper = self._hyper(obs_var, config)
+        noise = self._noise
+        if config.learn_noise and noise is None:  # start learning from the value in use
+            lead = (len(PRIOR_GRID),) if self._is_bank() else ()
+            a0 = np.full(lead + (len(obs_var),), engine.noise.PRIOR_DOF, dt)
+            noise = (a0, (a0 * obs_var).astype(dt))
+        elif not config.learn_noise:
+            noise = None
+        if self._is_bank():
+            return self._learn_bank(config, hyper, X, Y, w, noise, obs_var)
+        (new_state, new_noise), ok = self._run(
+            config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
+        )
+        not_pd = np.zeros_like(ok)
+        if not _is_sound(self.family, new_state):
+            (new_state, new_noise), ok, not_pd = self._replay(config, hyper, X, Y, w, noise)
+        bad = np.flatnonzero(~ok)
+        if bad.size and self.on_error == "raise":
+            first = int(bad[0]) * size
+            last = min(first + size, n_rows) - 1  # the last step may be padded
+            rows = f"row {first}" if first == last else f"rows {first}..{last}"
+            what = (
+                f"{engine.FAMILIES[self.family].unsound} in {self.dtype}"
+                if not_pd[bad[0]]
+                else "a non-finite or invalid posterior"
+            )
+            raise NonFiniteUpdateError(
+                f"the update for {rows} of this batch gave {what} (family={self.family!r}, "
+                f"rule={self.rule!r}, hessian={self.hessian!r}); nothing from this call was "
+                f"applied. {self._diagnosis(X)}"
+            )
+        if bad.size:
+            n_bad = int(np.minimum(size, n_rows - bad * size).sum())
+            warnings.warn(
+                f"{type(self).__name__} skipped {n_bad} of {n_rows} rows ({n_bad / n_rows:.1%}) "
+                f"of this call (on_error='skip'): their updates gave a non-finite or invalid "
+                f"posterior, so the model did not learn from them. {self._diagnosis(X)}",
+                SkippedRowsWarning,
+                stacklevel=4,
+            )
+        # commit: nothing above changed the estimator
+        self._state, self._noise = new_state, new_noise
+        self._obs_var = np.asarray(obs_var, np.float64)
+        self._n_steps += -(-n_rows // size)
+        self.n_skipped_ += int(np.minimum(size, n_rows - bad * size).sum())  # real rows only
+        self.n_observations_ += int(n_rows)
+        self._publish(config)
+
+    def _learn_bank(self, config, hyper, X, Y, w, noise, obs_var):
+        """:meth:`_learn` for the bank of prior variances (``prior_variance="auto"``).
+
+        All K filters learn every row in one compiled program. A filter whose update is
+        refused (non-finite, invalid or unsound, as in :meth:`_learn`) is dropped from
+        the bank: its weight becomes zero for good (a warning says so). Only when no
+        filter is left does the call fail, and then nothing is changed. The weight of a
+        filter is proportional to exp of its cumulative log predictive density of the
+        rows (the online evidence; the marginal likelihood in the conjugate case),
+        discounted per row for networks (:func:`~skbong._bank.evidence_discount`).
+        """
+        size, n_rows = int(self.batch_size), X.shape[0]
+        with self._x64():
+            new, log_lik, _, ok = engine.stream(
+                config,
+                self._engine_state(self._state, noise),
+                self._prior_mean,
+                hyper,
+                X,
+                Y,
+                w,
+                size,
+                self._n_steps,
+                self._key(1),
+                callback=self._progress(n_rows),
+                bank=True,
+            )
+        new_state, new_noise = new if config.learn_noise else (new, None)
+        new_state = tuple(np.asarray(a) for a in new_state)
+        new_noise = None if new_noise is None else tuple(np.asarray(a) for a in new_noise)
+        alive = np.isfinite(self._log_evidence)
+        for k in np.flatnonzero(alive):
+            state_k = tuple(a[k] for a in new_state)
+            alive[k] = bool(ok[k].all()) and _is_sound(self.family, state_k)
+        if not alive.any():
+            raise NonFiniteUpdateError(
+                f"the update of every filter of the prior-variance bank (prior_variance='auto', "
+                f"{PRIOR_GRID.tolist()}) gave a non-finite or invalid posterior on this batch "
+                f"(family={self.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); "
+                f"nothing from this call was applied. {self._diagnosis(X)}"
+            )
+        dropped = np.isfinite(self._log_evidence) & ~alive
+        if dropped.any():
+            warnings.warn(
+                f"{type(self).__name__}: the prior variance(s) {PRIOR_GRID[dropped].tolist()} "
+                "were dropped from the bank (prior_variance='auto'): their updates gave a "
+                "non-finite or invalid posterior on this batch. The others learned every row.",
+                SkippedRowsWarning,
+                stacklevel=4,
+            )
+        weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
+        gain, keep = discounted_gain(weighted, evidence_discount(config.model))
+        # commit: nothing above changed the estimator
+        self._log_evidence = np.where(alive, keep * self._log_evidence + gain, -np.inf)
+        self._state, self._noise = new_state, new_noise
+        self._obs_var = np.asarray(obs_var, np.float64)
+        self._n_steps += -(-n_rows // size)
+        self.n_observations_ += int(n_rows)
+        self._publish(config)
+
+    def _diagnosis(self, X):
+        """What most likely helps, read from the inputs and the settings in use."""
+        hints = []
+        if X.size and float(np.max(np.abs(X))) > 50:
+            hints.append(
+                f"the inputs reach |x| = {float(np.max(np.abs(X))):.3g}: standardise them "
+                "(e.g. make_streaming_pipeline(StandardScaler(), ...))"
+            )
+        advice = engine.FAMILIES[self.family].advice
+        if advice:
+            hints.append(advice)
+        if self.rule in ("bog", "bbb"):
+            hints.append(
+                f"rule={self.rule!r} takes plain-gradient steps of size "
+                f"learning_rate={self.learning_rate}: lower it, or use rule='bong' / 'blr'"
+            )
+        if not self._learns_noise() and getattr(self, "_likelihood", None) and (
+            self._likelihood(1) == "gaussian"
+        ):
+            hints.append("a fixed obs_variance too small for the data: try obs_variance='auto'")
+        hints.append(f"a smaller prior_variance (now {self.prior_variance!r})")
+        if self.dtype == "float32":
+            hints.append("dtype='float64'")
+        return "Most likely to help: " + "; ".join(hints) + "."
+
+    def _run(self, config, belief, hyper, X, Y, w, step0, callback=None):
+        """Stream rows from ``belief = (state, noise)`` (tuples of numpy arrays; noise
+        None when it is not learned) through the compiled engine; return the new belief
+        in the same form and the per-step ``ok`` flags."""
+        with self._x64():
+            new, _, _, ok = engine.stream(
+                config,
+                self._engine_state(*belief),
+                self._prior_mean,
+                hyper,
+                X,
+                Y,
+                w,
+                int(self.batch_size),
+                step0,
+                self._key(1),
+                callback=callback,
+            )
+            state, noise = new if config.learn_noise else (new, None)
+            state = tuple(np.asarray(a) for a in state)
+            noise = None if noise is None else tuple(np.asarray(a) for a in noise)
+            return (state, noise), ok
+
+    def _replay(self, config, hyper, X, Y, w, noise):
+        """Slow path of a call whose belief failed :func:`_is_sound` at its end.
+
+        Replays the call from the belief before it, chunk by chunk as the stream ran
+        (same programs, same keys, so the same states), checking the belief after each
+        chunk; a chunk that ends unsound is replayed one step at a time and each step that
+        leaves it unsound is rejected like a non-finite one: the belief stays as before
+        that step. With ``on_error="raise"`` it stops at the first rejected step.
+
+        Returns
+        -------
+        belief : (tuple of ndarray, tuple of ndarray or None)
+            The belief and noise posterior after the accepted steps; the belief passes
+            :func:`_is_sound`.
+        ok : ndarray of bool (n_steps,)
+            False for rejected steps (non-finite, invalid or unsound).
+        not_pd : ndarray of bool (n_steps,)
+            True for steps rejected by :func:`_is_sound` (e.g. Σ not positive definite).
+        """
+        size, n_rows = int(self.batch_size), X.shape[0]
+        n_steps = -(-n_rows // size)
+        ok, not_pd = np.ones(n_steps, bool), np.zeros(n_steps, bool)
+        stop = self.on_error == "raise"
+        state, start = (self._state, noise), 0
+
+        def run(state, first, end):  # steps first..end-1 from ``state``
+            rows = slice(first * size, min(end * size, n_rows))
+            return self._run(
+                config, state, hyper, X[rows], Y[rows], w[rows], self._n_steps + first
+            )
+
+        for length in engine.chunk_plan(n_steps):
+            end = min(start + length, n_steps)
+            if start >= end:
+                break
+            new, ok_chunk = run(state, start, end)
+            if _is_sound(self.family, new[0]):
+                state, ok[start:end] = new, ok_chunk
+            else:
+                for t in range(start, end):
+                    new, ok_step = run(state, t, t + 1)
+                    if not ok_step[0]:
+                        ok[t] = False
+                    elif not _is_sound(self.family, new[0]):
+                        ok[t], not_pd[t] = False, True
+                    else:
+                        state = new
+                    if stop and not ok[t]:
+                        return state, ok, not_pd
+            if stop and not ok.all():
+                return state, ok, not_pd
+            start = end
+        return state, ok, not_pd
+
+    def _progress(self, n_rows):
+        if not self.verbose:
+            return None
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - optional extra
+            tqdm = None
+        if tqdm is None:
+            return lambda done, total: print(f"[{type(self).__name__}] step {done}/{total}")
+        bar = tqdm(total=-(-n_rows // int(self.batch_size)), desc=type(self).__name__, unit="step")
+
+        def update(done, total):
+            bar.update(done - bar.n)
+            if done == total:
+                bar.close()
+
+        return update
+
+    # ------------------------------------------------------------- fit paths
+    def _fit_rows(self, X, y, sample_weight, reset, **encode_kw):
+        _check_not_forked()
+        first = reset or not hasattr(self, "_state")
+        # Every call is atomic. One that starts afresh rewrites the input checks
+        # (n_features_in_, feature_names_in_), the target encoding (classes_,
+        # obs_variance_, ...) and the belief; one that continues commits the belief and
+        # its counters together at the end of _learn. A shallow copy of the attributes
+        # (about a microsecond) restores all of it on any exception, KeyboardInterrupt
+        # included; the fitted arrays are never modified in place, only replaced.
+        backup = self.__dict__.copy()
+        try:
+            hidden = self._check_params()
+            if first or not self._is_plain_batch(X, y):
+                X, y = validate_data(
+                    self,
+                    X,
+                    y,
+                    reset=first,
+                    dtype=[np.float64, np.float32],
+                    multi_output=True,
+                    y_numeric=self._y_numeric,
+                )
+            if sample_weight is not None:
+                sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+                if not np.all(np.isfinite(sample_weight)):
+                    raise ValueError("sample_weight contains NaN or infinity")
+                if np.any(sample_weight < 0):
+                    raise ValueError("sample_weight must be non-negative")
+            Y, n_out, obs_var = self._encode_y(y, first, **encode_kw)
+            if first:
+                self._n_out = n_out
+                config = self._reset(X.shape[1], n_out, hidden)
+            else:
+                config = self._config(hidden)
+            self._learn(config, X, Y, sample_weight, obs_var)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(backup)
+            raise
+        return self
+
+    def _is_plain_batch(self, X, y):
+        """Whether ``validate_data`` would return X and y unchanged (so it can be skipped):
+        finite float numpy rows of the fitted width, numeric numpy targets of the same
+        length, and no feature names to check. The common case of a stream of
+        ``partial_fit`` calls; anything else goes through ``validate_data``."""
+        return (
+            type(X) is np.ndarray
+            and type(y) is np.ndarray
+            and X.dtype in (np.float32, np.float64)
+            and X.ndim == 2
+            and X.shape[0] >= 1
+            and X.shape[1] == self.n_features_in_
+            and y.ndim in (1, 2)
+            and y.shape[0] == X.shape[0]
+            and y.dtype.kind in "biuf"
+            and not hasattr(self, "feature_names_in_")
+            and bool(np.isfinite(X).all())
+            and (y.dtype.kind != "f" or bool(np.isfinite(y).all()))
+        )
+
+
+__all__ = ["StreamingMixin"]
