@@ -23,7 +23,7 @@ from . import engine
 from ._classifier import ClassifierFace
 from ._guard import _check_not_forked
 from ._posterior import PosteriorMixin
-from ._regressor import RegressorFace
+from ._regression_face import RegressorFace
 from ._signature import structural_signature
 from .engine import epochs, solvers
 from .exceptions import SkippedRowsWarning

@@ -1,0 +1,327 @@
+"""The regression face of an estimator with a Gaussian belief: target encoding, the
+learned or fixed noise, and the posterior predictive of y (Student-t mixtures)."""
+
+import numpy as np
+import scipy.special
+import scipy.stats
+from sklearn.utils.validation import _num_samples, check_is_fitted
+
+from . import engine
+
+
+class RegressorFace:
+    """The regression face of an estimator with a Gaussian belief (a mixin placed before
+    ``RegressorMixin`` and the belief's base class): the Gaussian likelihood, target
+    encoding, and the posterior predictive (``predict`` with ``return_std``,
+    ``predict_interval``, ``predict_logpdf``, ``sample_y``, ``sample_f``).
+
+    The estimator supplies ``_obs_variance_in_use(Y, first)`` (the noise variance of
+    the next update), ``predictive`` and ``predictive_samples``.
+    """
+
+    _y_numeric = True
+
+    def _predictive_kind(self):
+        """The predictive in use: ``"auto"`` is ``"linmc"`` (parameter uncertainty in
+        every interval, closed form)."""
+        return "linmc" if self.predictive == "auto" else self.predictive
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        tags.regressor_tags.poor_score = self._poor_score()
+        return tags
+
+    def _likelihood(self, n_outputs):
+        return "gaussian"
+
+    def _encode_y(self, y, first):
+        y = np.asarray(y, dtype=np.float64)
+        if not first and (y.ndim == 2) != self._multi_output:
+            raise ValueError(
+                f"y has {y.ndim} dimension(s) but the estimator was fitted with "
+                f"{2 if self._multi_output else 1}-dimensional y"
+            )
+        Y = y.reshape(y.shape[0], -1)
+        if not first and Y.shape[1] != self._n_out:
+            raise ValueError(
+                f"y has {Y.shape[1]} outputs but the estimator was fitted with {self._n_out}"
+            )
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("Input y contains NaN or infinity")
+        if first:
+            self._multi_output = y.ndim == 2
+        return Y, Y.shape[1], self._obs_variance_in_use(Y, first)
+
+    @property
+    def obs_variance_(self):
+        """Observation noise variance in use, shape (n_outputs,): the fixed
+        ``obs_variance``, or the learned plug-in b / a = 1 / E[σ⁻²] (with
+        ``prior_variance="auto"``, averaged over the bank with its weights)."""
+        check_is_fitted(self, "_state")
+        if self._noise is None:
+            return self._obs_var
+        return sum(wt * nz[1].astype(np.float64) / nz[0] for wt, _, nz in self._components())
+
+    @property
+    def noise_dof_(self):
+        """Degrees of freedom 2a of the Student-t predictive per output (``inf`` when
+        the noise is fixed), shape (n_outputs,)."""
+        check_is_fitted(self, "_state")
+        if self._noise is not None:  # a grows by half the weight of each row in every filter
+            return 2.0 * self._noise[0].astype(np.float64).reshape(-1, self._n_out)[0]
+        return np.full(self._n_out, np.inf)
+
+    def _linear_attributes(self, weights, bias):
+        if self._multi_output:
+            return weights, bias
+        return weights[0], float(bias[0])
+
+    def _shape_output(self, a):
+        return a if self._multi_output else a[:, 0]
+
+    def _mixture(self, X, kind, grad=False):
+        """The predictive of y at X under ``kind`` as a mixture of Student-t / Gaussian
+        components (one, or one per bank filter): weights (K,), locations and squared
+        scales (K, n, C) float64 — scale² J Σ Jᵀ + ŝ (linmc), Var f + ŝ (mc) or ŝ (plugin)
+        — and degrees of freedom (K, C) (``inf`` for a fixed noise). ``grad=True`` adds
+        the input gradients of the locations and squared scales, (K, n, C, D) each."""
+        check_is_fitted(self, "_state")
+        moments = engine.predictive.predict_moments_grad if grad else engine.predict_moments
+        weights, dofs, outs = [], [], []
+        for wt, state, noise in self._components():
+            obs_var = self._obs_var if noise is None else noise[1] / noise[0]
+            hyper = engine.Hyper(None, np.asarray(obs_var, self._jax_dtype()), None, None, None)
+            out = self._predict_rows(
+                X,
+                lambda cfg, st, x, key, hyper=hyper: moments(
+                    cfg, st, hyper, x, key, kind, int(self.predictive_samples)
+                ),
+                state=state,
+                sampled=kind == "mc",
+            )
+            weights.append(wt)
+            outs.append([a.astype(np.float64) for a in out])
+            dof = np.full(self._n_out, np.inf) if noise is None else 2.0 * noise[0]
+            dofs.append(np.asarray(dof, np.float64))
+        locs, scales, *grads = (np.array(a) for a in zip(*outs))
+        return (np.array(weights), locs, scales, np.array(dofs), *grads)
+
+    def predict(self, X, return_std=False, return_mean_grad=False, return_std_grad=False):
+        """Posterior predictive mean and standard deviation of y, and their input gradients.
+
+        The signature and return conventions are those of scikit-optimize's
+        ``GaussianProcessRegressor.predict``, so the estimator can be the surrogate of its
+        ``Optimizer`` with the default ``acq_optimizer="lbfgs"``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs; a single row when gradients are asked for.
+        return_std : bool, default=False
+            Also return the predictive standard deviation of y under ``predictive``:
+            parameter uncertainty and observation noise (the ``BayesianRidge``
+            convention). With the learned noise (``obs_variance="auto"``) the predictive
+            is a Student-t with ``noise_dof_`` degrees of freedom ν, whose standard
+            deviation is its scale times √(ν / (ν − 2)); with ``prior_variance="auto"``
+            it is the mixture over the bank's prior variances.
+        return_mean_grad : bool, default=False
+            Also return the gradient of the returned mean with respect to the input
+            (exact, by JAX's automatic differentiation of the same computation).
+        return_std_grad : bool, default=False
+            Also return the gradient of the returned standard deviation with respect
+            to the input; needs ``return_std=True``.
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            Predictive mean: f(x, μ) without ``return_std`` (and under ``plugin`` and
+            ``linmc``), the mean over the parameter samples under ``mc``.
+        std : ndarray, same shape as ``mean``
+            Predictive standard deviation; only when ``return_std=True``.
+        mean_grad : ndarray of shape (n_features,) or (n_outputs, n_features)
+            ∂ mean / ∂ x at the single row of X; only when ``return_mean_grad=True``.
+        std_grad : ndarray of shape (n_features,) or (n_outputs, n_features)
+            ∂ std / ∂ x at the single row of X; only when ``return_std_grad=True``.
+        """
+        grad = return_mean_grad or return_std_grad
+        if return_std_grad and not return_std:
+            raise ValueError("return_std_grad=True needs return_std=True")
+        if grad and _num_samples(X) != 1:
+            raise ValueError(
+                f"input gradients are given for a single row of X; got {_num_samples(X)} rows"
+            )
+        kind = self._predictive_kind() if return_std else "plugin"
+        weights, locs, scales, dofs, *grads = self._mixture(X, kind, grad=grad)
+        mean = np.einsum("k,knc->nc", weights, locs)
+        out = [self._shape_output(mean)]
+        if return_std:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                inflate = np.where(dofs > 2, dofs / (dofs - 2), np.inf)
+            inflate = np.where(np.isinf(dofs), 1.0, inflate)[:, None, :]
+            second = np.einsum("k,knc->nc", weights, scales * inflate + locs**2)
+            std = np.sqrt(np.maximum(second - mean**2, 0.0))
+            if len(weights) == 1:  # no cancellation for one component
+                std = np.sqrt(scales[0] * inflate[0])
+            out.append(self._shape_output(std))
+        if grad:
+            mean_grad = np.einsum("k,kncd->ncd", weights, grads[0])
+            if return_mean_grad:
+                out.append(self._shape_grad(mean_grad))
+            if return_std_grad:
+                out.append(self._shape_grad(self._std_grad(weights, locs, inflate, grads, std)))
+        return out[0] if len(out) == 1 else tuple(out)
+
+    @staticmethod
+    def _std_grad(weights, locs, inflate, grads, std):
+        """∂ std / ∂ x by the chain rule through ``predict``'s mixture moments:
+        std² = Σₖ wₖ (inflateₖ scaleₖ² + locₖ²) − mean², from the gradients of the
+        components' locations and squared scales (K, n, C, D); 0 where std = 0."""
+        loc_grad, scale_grad = grads
+        mean = np.einsum("k,knc->nc", weights, locs)
+        mean_grad = np.einsum("k,kncd->ncd", weights, loc_grad)
+        second_grad = np.einsum(
+            "k,kncd->ncd", weights, inflate[..., None] * scale_grad + 2 * locs[..., None] * loc_grad
+        )
+        var_grad = second_grad - 2 * mean[..., None] * mean_grad
+        if len(weights) == 1:  # the same without the cancelling terms
+            var_grad = inflate[0][..., None] * scale_grad[0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(std[..., None] > 0, var_grad / (2 * std[..., None]), 0.0)
+
+    def _shape_grad(self, g):
+        """A gradient of the single row, (1, C, D), as scikit-optimize's GP gives it:
+        (D,) for one-dimensional targets, else (C, D)."""
+        return g[0] if self._multi_output else g[0, 0]
+
+    def predict_interval(self, X, coverage=0.9):
+        """Central predictive interval of y holding probability ``coverage``.
+
+        Student-t quantiles with ``noise_dof_`` degrees of freedom when the noise is
+        learned, Gaussian ones when it is fixed, on the moments of ``predictive``
+        (exact for ``linmc`` on a linear model; moment-matched for ``mc``); with
+        ``prior_variance="auto"`` the quantiles of the bank's mixture (by bisection).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        coverage : float in (0, 1), default=0.9
+            Probability inside the interval.
+
+        Returns
+        -------
+        lower, upper : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            Interval ends.
+        """
+        if not 0 < coverage < 1:
+            raise ValueError(f"coverage must be in (0, 1), got {coverage!r}")
+        weights, locs, scales, dofs = self._mixture(X, self._predictive_kind())
+        dist = scipy.stats.t(dofs[:, None, :], loc=locs, scale=np.sqrt(scales))
+        tail = 0.5 - 0.5 * coverage
+        ends = [dist.ppf(tail), dist.ppf(1 - tail)]
+        if len(weights) > 1:  # the mixture's quantiles lie between its components'
+            ends = [self._mixture_quantile(dist, weights, q, e) for q, e in zip((tail, 1 - tail), ends)]
+        else:
+            ends = [e[0] for e in ends]
+        return self._shape_output(ends[0]), self._shape_output(ends[1])
+
+    @staticmethod
+    def _mixture_quantile(dist, weights, q, component_quantiles):
+        lo, hi = component_quantiles.min(axis=0), component_quantiles.max(axis=0)
+        for _ in range(60):  # bisection to float64 resolution of the bracket
+            mid = 0.5 * (lo + hi)
+            below = np.einsum("k,knc->nc", weights, dist.cdf(mid[None])) < q
+            lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        return 0.5 * (lo + hi)
+
+    def predict_logpdf(self, X, y):
+        """Log posterior predictive density of each target, log p(y | x, data).
+
+        Student-t (learned noise) or Gaussian (fixed noise) on the moments of
+        ``predictive`` (a mixture over the bank with ``prior_variance="auto"``);
+        summed over outputs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets.
+
+        Returns
+        -------
+        logpdf : ndarray of shape (n_samples,)
+            Log densities (nats).
+        """
+        weights, locs, scales, dofs = self._mixture(X, self._predictive_kind())
+        Y = np.asarray(y, dtype=np.float64).reshape(locs.shape[1], -1)
+        if Y.shape[1] != locs.shape[2]:
+            raise ValueError(f"y has {Y.shape[1]} outputs, the estimator {locs.shape[2]}")
+        dist = scipy.stats.t(dofs[:, None, :], loc=locs, scale=np.sqrt(scales))
+        per = dist.logpdf(Y[None]).sum(axis=2)  # (K, n)
+        return scipy.special.logsumexp(per, axis=0, b=weights[:, None])
+
+    def sample_y(self, X, n_samples=1, random_state=None):
+        """Draw y from the posterior predictive: θ ~ q, σ² ~ IG(a, b) (learned noise),
+        then y ~ N(f(x, θ), σ²). With the same ``random_state``, the draws of
+        :meth:`sample_f` plus the noise.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Draws per row.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_outputs, n_samples)
+            Draws; one parameter sample is shared by all rows of a draw.
+        """
+        rng, draws = self._draw_outputs(X, n_samples, random_state)
+        samples = []
+        for noise, f in draws:
+            if noise is not None:  # σ² ~ IG(a, b) per draw and output, shared by the rows
+                dof, rate = (a.astype(np.float64) for a in noise)
+                var = 1.0 / rng.gamma(dof[:, None], 1.0 / rate[:, None], size=f.shape[1:])
+            else:
+                var = np.broadcast_to(self._obs_var[:, None], f.shape[1:])
+            samples.append(f + rng.standard_normal(f.shape) * np.sqrt(var)[None])
+        samples = np.concatenate(samples, axis=-1)
+        return samples if self._multi_output else samples[:, 0, :]
+
+    def sample_f(self, X, n_samples=1, random_state=None):
+        """Draw noise-free function values f(x, θ), θ ~ q, from the posterior.
+
+        The draws of :meth:`sample_y` without the observation noise: with the same
+        ``random_state`` they use the same parameter draws, so ``sample_y`` returns these
+        values plus independent noise. For the linear model with the fixed noise, the
+        draws of a set of rows are exactly the posterior of f, N(f(x, μ), J Σ Jᵀ); with
+        ``prior_variance="auto"`` each draw comes from one filter of the bank, chosen
+        with its weight. With the learned noise θ is drawn from the Gaussian belief q
+        (its covariance at the plug-in noise ``obs_variance_``), so the draws do not
+        carry the Student-t factor ν / (ν − 2) that ``predict`` applies to J Σ Jᵀ.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Draws per row.
+        random_state : int, RandomState instance or None, default=None
+            Seed of the draws.
+
+        Returns
+        -------
+        f_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_outputs, n_samples)
+            Draws; one parameter sample is shared by all rows of a draw.
+        """
+        _, draws = self._draw_outputs(X, n_samples, random_state)
+        samples = np.concatenate([f for _, f in draws], axis=-1)
+        return samples if self._multi_output else samples[:, 0, :]
+
+
+__all__ = ["RegressorFace"]
