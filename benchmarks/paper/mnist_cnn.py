@@ -544,7 +544,9 @@ def report(runs, eval_at):
         rows = []
         for name in names:
             rs = [r for r in runs if r["config"] == name]
-            row = {"config": name, "seeds": str(len(rs))}
+            # the seeds whose runs carry this metric (some were recorded before it existed)
+            have = [r for r in rs if any(metric in e for e in r["evals"].values())]
+            row = {"config": name, "seeds": str(len(have))}
             for t in eval_at:
                 vals = [r["evals"][str(t)][metric] for r in rs
                         if metric in r["evals"].get(str(t), {})]
