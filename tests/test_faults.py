@@ -425,6 +425,7 @@ REFUSED = {
     ("BongClassifier", "diag_moment-bbb-mc_ef"): {
         "row 5 = 1e+19 (float32)",
         "row 5 = 1e+30 (float32)",
+        "prior_variance 1e-08",  # since the KL curvature keeps G next to Λ₀ = 1e8 (b2cd4ab)
     },
     ("BongRegressor", "dlr-bong-lin_hess"): {
         "row 5 = 1e+19 (float32)",

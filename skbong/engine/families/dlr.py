@@ -60,6 +60,16 @@ def _prec_matvec(state, v):
     return state.prec_diag * v + state.prec_lr @ (state.prec_lr.T @ v)
 
 
+def _require_factor(curv):
+    """The low-rank curvature factor B (G = −B Bᵀ) the dlr steps need: a dense or
+    diagonal Hessian cannot be projected onto the low-rank precision (the estimators and
+    ``Config`` never pass one, :func:`~..types.check_names`; this is the steps' own
+    precondition for direct engine calls)."""
+    if curv.factor is None:
+        raise ValueError("family='dlr' needs a low-rank curvature factor G = -B Bᵀ (not mc_hess)")
+    return curv.factor
+
+
 def _kl_gradient(state, prior, g):
     """g̃ = g − Λ₀(μ − μ₀) (eq. 265)."""
     return g - _prec_matvec(prior, state.mean - prior.mean)
@@ -85,7 +95,7 @@ def ngd(state, prior, g, curv, alpha):
     :data:`TALL_FROM` for the memory layout.
     """
     root = jnp.sqrt(alpha)
-    factor = root * curv.factor
+    factor = root * _require_factor(curv)
     coef, rest = gradient_split(g, curv)
     if prior is None:
         prec_diag = state.prec_diag
@@ -121,7 +131,7 @@ def gd(state, prior, g, curv, alpha):
     G̃ is held as diag(c) + U diag(s) Uᵀ: U = B, s = −1, c = 0 without a prior; with a
     prior (BBB) G̃ = G − Λ₀ + Λ adds c = Υ − Υ₀ and U = [B, W, W₀], s = [−1, +1, −1].
     """
-    factor = curv.factor
+    factor = _require_factor(curv)
     w = state.prec_lr
     if prior is None:
         c = jnp.zeros_like(state.prec_diag)
