@@ -9,6 +9,8 @@ without a bank); :mod:`skbong._base` runs them.
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from . import engine
+
 PRIOR_GRID = 10.0 ** np.arange(-3, 4)
 """Prior variances of the bank that ``prior_variance="auto"`` runs (K = 7, 10⁻³ … 10³)."""
 
@@ -31,8 +33,7 @@ def evidence_discount(model):
     δ = 0.99 every set is within 0.05 nats of the best grid value). Forgetting old
     predictive scores is dynamic model averaging (Raftery, Kárný & Ettler, 2010).
     """
-    linear = getattr(model, "hidden", None) == ()
-    return 1.0 if linear else NETWORK_EVIDENCE_DISCOUNT
+    return 1.0 if engine.models.is_linear(model) else NETWORK_EVIDENCE_DISCOUNT
 
 
 def discounted_gain(log_lik, delta):

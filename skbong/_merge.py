@@ -270,7 +270,7 @@ def _fitted_facts(est):
 
 
 def _is_linear(config):
-    return isinstance(config.model, engine.MLP) and not config.model.hidden
+    return engine.models.is_linear(config.model)
 
 
 def _bank_refusal(est, config):

@@ -257,8 +257,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
     def _noise_discount(self, model):
         if not isinstance(self.noise_discount, str):
             return float(self.noise_discount)
-        linear = isinstance(model, engine.models.MLP) and not model.hidden
-        return 1.0 if linear else engine.noise.NETWORK_DISCOUNT
+        return 1.0 if engine.models.is_linear(model) else engine.noise.NETWORK_DISCOUNT
 
     def _obs_variance_in_use(self, Y, first):
         """The noise variance R of this call's update, (C,) float64: a fixed value, or the

@@ -163,6 +163,12 @@ class MLP:
         return np.concatenate(parts)
 
 
+def is_linear(model):
+    """Whether ``model`` is the linear (or logistic) model: an :class:`MLP` without
+    hidden layers (not a network, not a user model)."""
+    return isinstance(model, MLP) and not model.hidden
+
+
 @dataclass(frozen=True)
 class UserModel:
     """A user's JAX model given as ``init(key, n_features, n_outputs) -> params`` and
