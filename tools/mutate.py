@@ -275,6 +275,47 @@ MUTANTS = [
         "predict_log_proba sums the S sample probabilities instead of averaging them "
         "(predict_proba's division by its row sum hides it)",
     ),
+    # ------------------------------------------------ stop 27: Poisson, bank, KL order
+    Mutant(
+        "poisson-linmc-plugin-mean",
+        "skbong/engine/likelihoods.py",
+        "    rate = jnp.exp(m + 0.5 * v)\n",
+        "    rate = jnp.exp(m)\n",
+        ("tests/test_poisson.py", "-k", "closed_forms"),
+        "the Poisson linmc mean without the log-normal v/2 (the plug-in rate)",
+    ),
+    Mutant(
+        "poisson-prior-centre-zero",
+        "skbong/_poisson.py",
+        "            shift[-1] = self.prior_intercept_",
+        "            shift[-1] = 0.0",
+        ("tests/test_poisson.py", "-k", "newton"),
+        "the Poisson intercept's prior left at 0 instead of log of the mean count",
+    ),
+    Mutant(
+        "overshoot-guard-off",
+        "skbong/engine/rules.py",
+        "        return _row_log_lik(config, new.mean, x, y, w, obs_var) >= start - slack\n",
+        "        return jnp.asarray(True)\n",
+        ("tests/test_poisson.py", "-k", "guard"),
+        "the overshoot line search accepts every step",
+    ),
+    Mutant(
+        "network-evidence-not-discounted",
+        "skbong/_bank.py",
+        "NETWORK_EVIDENCE_DISCOUNT = 0.99\n",
+        "NETWORK_EVIDENCE_DISCOUNT = 1.0\n",
+        ("tests/test_noise.py", "-k", "discounted"),
+        "a network's bank evidence not forgetting",
+    ),
+    Mutant(
+        "kl-curvature-summed-left-to-right",
+        "skbong/engine/families/gaussian.py",
+        "    g_curv = alg.explicit(curv) + (alg.inv(state.cov) - prec0)\n",
+        "    g_curv = alg.explicit(curv) - prec0 + alg.inv(state.cov)\n",
+        ("tests/test_faults.py", "-k", "tiny_prior"),
+        "the KL curvature summed (G - L0) + L, losing G next to L0 = 1e8 in float32",
+    ),
 ]
 
 
