@@ -23,7 +23,7 @@ from numbers import Integral
 from ._base import BongBase
 from ._classifier import ClassifierFace
 from ._poisson import BongPoissonRegressor
-from ._variational import VariationalBase
+from ._variational_base import VariationalBase
 
 SAMPLE_WEIGHT_CHECK = "check_sample_weight_equivalence_on_dense_data"
 

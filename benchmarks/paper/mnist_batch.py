@@ -113,7 +113,7 @@ from _shared import parser as base_parser
 from sklearn.exceptions import ConvergenceWarning
 
 from skbong import VariationalClassifier
-from skbong._variational import SOLVER_DEFAULTS
+from skbong._variational_base import SOLVER_DEFAULTS
 from skbong.engine.models import MLP
 
 sys.path.insert(0, str(REPO / "benchmarks"))

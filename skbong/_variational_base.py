@@ -1,0 +1,419 @@
+"""The machinery of the batch variational estimators: parameters, the solver's
+configuration and rates, and training to convergence one compiled epoch at a time
+(:func:`skbong.engine.epochs.run_epoch`), with early stopping on a validation split."""
+
+import warnings
+from numbers import Integral, Real
+
+import jax
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from . import engine
+from ._guard import _check_not_forked
+from ._posterior import PosteriorMixin
+from ._signature import structural_signature
+from .engine import epochs, solvers
+from .exceptions import SkippedRowsWarning
+
+SOLVER_DEFAULTS = {
+    # solver: (learning_rate α, precision_rate β, momentum γ₁)
+    "vogn": (0.01, 0.01, 0.0),
+    "von": (0.01, 0.01, 0.0),
+    "slang": (0.01, 0.01, 0.0),
+    "vprop": (0.01, 0.1, 0.0),
+    "vadam": (0.01, 0.1, 0.99),
+    "bbb": (0.01, 0.001, 0.9),
+    "ivon": (0.1, 1e-5, 0.9),
+}
+"""What ``None`` means for ``learning_rate``, ``precision_rate`` and ``momentum`` per
+solver. Vadam's are the paper's UCI settings (α = 0.01,
+γ₁ = 0.99, γ₂ = 0.9), BBB's Adam's usual ones, IVON's its package's (α = 0.1, β₁ = 0.9,
+β₂ = 0.99999, h₀ = 1: with β₂ = 0.999 its Hessian estimate drifted and the digits
+log-loss rose from 0.15 at 20 epochs to 1.12 at 200; at 0.99999 it stays at 0.12); for
+vogn, von and slang α = β = 0.01 (one natural-gradient rate) was the best of
+{0.1, 0.03, 0.01} on digits (benchmarks/bench_variational.py)."""
+
+STRUCTURAL = (
+    "hidden_layer_sizes",
+    "activation",
+    "model",
+    "fit_intercept",
+    "solver",
+    "family",
+    "curvature",
+    "rank",
+    "mc_samples",
+    "batch_size",
+    "dtype",
+)
+"""Parameters that fix the shape of the state or the compiled epoch: changing one of
+them requires a new ``fit`` (``warm_start`` and ``partial_fit`` refuse)."""
+
+
+def _stalled(curve, window, tol):
+    """Whether the loss has stopped improving: the mean of its last ``window`` epochs is
+    not below the mean of the ``window`` before by more than ``tol``. (The loss is a
+    Monte Carlo estimate: comparing window means, not single epochs, keeps its noise
+    from stopping a fit that still improves.)"""
+    if len(curve) < 2 * window:
+        return False
+    last, before = np.mean(curve[-window:]), np.mean(curve[-2 * window : -window])
+    return not last < before - tol
+
+
+class VariationalBase(PosteriorMixin, BaseEstimator):
+    """Parameters, validation and the epoch loop shared by the batch estimators."""
+
+    _parameter_constraints = {
+        "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
+        "activation": [StrOptions(set(engine.models.ACTIVATIONS))],
+        "model": "no_validation",
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions(set(solvers.SOLVER_NAMES))],
+        "family": [StrOptions({"diag", "full"})],
+        "curvature": [StrOptions(set(solvers.CURVATURE_NAMES))],
+        "rank": [Interval(Integral, 1, None, closed="left")],
+        "learning_rate": [Interval(Real, 0, None, closed="neither"), None],
+        "precision_rate": [Interval(Real, 0, 1, closed="right"), None],
+        "momentum": [Interval(Real, 0, 1, closed="left"), None],
+        "decay": [Interval(Real, 0, None, closed="left")],
+        "mc_samples": [Interval(Integral, 1, None, closed="left")],
+        "prior_variance": [Interval(Real, 0, None, closed="neither")],
+        "init_precision": [Interval(Real, 0, None, closed="neither"), None],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "shuffle": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "warm_start": ["boolean"],
+        "predictive": [StrOptions(set(engine.PREDICTIVES))],
+        "predictive_samples": [Interval(Integral, 1, None, closed="left")],
+        "dtype": [StrOptions({"float32", "float64"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_layer_sizes=(),
+        activation="relu",
+        model=None,
+        fit_intercept=True,
+        solver="vogn",
+        family="diag",
+        curvature="ef",
+        rank=1,
+        learning_rate=None,
+        precision_rate=None,
+        momentum=None,
+        decay=0.0,
+        mc_samples=1,
+        prior_variance=1.0,
+        init_precision=None,
+        max_iter=200,
+        batch_size=32,
+        shuffle=True,
+        tol=1e-4,
+        n_iter_no_change=10,
+        early_stopping=False,
+        validation_fraction=0.1,
+        warm_start=False,
+        predictive="linmc",
+        predictive_samples=100,
+        dtype="float32",
+        random_state=None,
+        verbose=0,
+    ):
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.activation = activation
+        self.model = model
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.family = family
+        self.curvature = curvature
+        self.rank = rank
+        self.learning_rate = learning_rate
+        self.precision_rate = precision_rate
+        self.momentum = momentum
+        self.decay = decay
+        self.mc_samples = mc_samples
+        self.prior_variance = prior_variance
+        self.init_precision = init_precision
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
+        self.warm_start = warm_start
+        self.predictive = predictive
+        self.predictive_samples = predictive_samples
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # --------------------------------------------------------------- checking
+    def _validate_all_params(self):
+        self._validate_params()
+        hidden = self._model_params()
+        if self.family == "full" and self.solver not in ("vogn", "von"):
+            raise ValueError(
+                f"family='full' is available with solver='vogn' or 'von' only; solver="
+                f"{self.solver!r} keeps a "
+                f"{'diagonal-plus-low-rank' if self.solver == 'slang' else 'diagonal'} "
+                "posterior: leave family='diag'"
+            )
+        return hidden
+
+    def _posterior_family(self):
+        return "dlr" if self.solver == "slang" else self.family
+
+    def _signature(self):
+        """The structural parameters by value (:func:`~skbong._signature.structural_signature`)."""
+        return structural_signature(self, STRUCTURAL)
+
+    def _batch_config(self, n_features, n_outputs, hidden):
+        model = self._build_model(n_features, n_outputs, hidden)
+        return solvers.BatchConfig(
+            model=model,
+            likelihood=self._likelihood(n_outputs),
+            solver=self.solver,
+            family=self._posterior_family(),
+            curvature=self.curvature,
+            rank=min(int(self.rank), model.n_params()),
+            mc_samples=int(self.mc_samples),
+            batch_size=int(self.batch_size),
+        )
+
+    def _config(self, hidden=None):
+        """The engine configuration the predictives read (the fitted one; the structural
+        parameters must not have changed since)."""
+        if hidden is None:
+            self._check_params()
+        if self._signature() != self._fit_signature:
+            changed = [
+                k for (k, v), (_, w) in zip(self._signature(), self._fit_signature) if v != w
+            ]
+            raise ValueError(
+                f"parameter(s) {changed} changed since the estimator was fitted; they fix the "
+                "shape of the posterior, so call fit() to start again"
+            )
+        return self._batch.online()
+
+    def _rate(self, value, index):
+        return SOLVER_DEFAULTS[self.solver][index] if value is None else float(value)
+
+    def _hyper(self, config, n_data, obs_var):
+        """The traced hyperparameters: the prior precisions λ (fan-in scaled, a broad
+        intercept prior for regression), the starting precision, the rates."""
+        dt = self._jax_dtype()
+        wide = engine.models.OUTPUT_BIAS_VARIANCE if config.likelihood == "gaussian" else None
+        prior_var = config.model.prior_variances(
+            float(self.prior_variance), wide if wide is not None else float(self.prior_variance)
+        )
+        lam = 1.0 / prior_var / self._noise_unit(obs_var)
+        if self.init_precision is not None:
+            init = np.full_like(lam, float(self.init_precision))
+        else:  # N + λ (IVON's h₀ = 1) with h₀ in the likelihood's units: 1 / σ² (Gaussian)
+            noise = np.exp(np.mean(np.log(obs_var))) if config.likelihood == "gaussian" else 1.0
+            init = lam + n_data / noise
+        return solvers.BatchHyper(
+            prior_prec=lam.astype(dt),
+            init_prec=init.astype(dt),
+            obs_var=np.asarray(obs_var, dt),
+            lr=np.asarray(self._rate(self.learning_rate, 0), dt),
+            prec_rate=np.asarray(self._rate(self.precision_rate, 1), dt),
+            momentum=np.asarray(self._rate(self.momentum, 2), dt),
+            decay=np.asarray(self.decay, dt),
+            n_data=np.asarray(n_data, dt),
+        )
+
+    # ------------------------------------------------------------- fit paths
+    def _fit(self, X, y, sample_weight, incremental, **encode_kw):
+        _check_not_forked()
+        backup = self.__dict__.copy()
+        try:
+            return self._fit_epochs(X, y, sample_weight, incremental, **encode_kw)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(backup)
+            raise
+
+    def _fit_epochs(self, X, y, sample_weight, incremental, **encode_kw):
+        hidden = self._check_params()
+        fitted = hasattr(self, "_solver_state")
+        cont = fitted and (incremental or self.warm_start)
+        if cont and self._signature() != self._fit_signature:
+            self._config(hidden)  # raises, naming what changed
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            reset=not cont,
+            dtype=[np.float64, np.float32],
+            multi_output=True,
+            y_numeric=self._y_numeric,
+        )
+        w = (
+            np.ones(X.shape[0])
+            if sample_weight is None
+            else _check_sample_weight(sample_weight, X, dtype=np.float64)
+        )
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValueError("sample_weight must be finite and non-negative")
+        Y, n_out, obs_var = self._encode_y(y, not cont, **encode_kw)
+        dt = self._jax_dtype()
+        rng = check_random_state(self.random_state) if not cont else None
+        if not cont:
+            self._seed = int(rng.randint(np.iinfo(np.int32).max))
+            self._n_out = n_out
+            self._hidden = hidden
+            self._batch = self._batch_config(X.shape[1], n_out, hidden)
+            self._fit_signature = self._signature()
+            self._steps, self.n_iter_, self.t_ = 0, 0, 0
+            self.loss_curve_, self.n_skipped_steps_ = [], 0
+            self.validation_scores_ = [] if self.early_stopping and not incremental else None
+            self._solver_state = None
+        X_val = None
+        if self.early_stopping and not incremental:
+            X, X_val, Y, Y_val, w, w_val = self._split_validation(X, Y, w)
+        X, Y, w = X.astype(dt), Y.astype(dt), w.astype(dt)
+        config = self._batch
+        n_data = X.shape[0]
+        with self._x64():
+            hyper = self._hyper(config, n_data, obs_var)
+            if self._solver_state is None:
+                key = jax.random.fold_in(jax.random.PRNGKey(self._seed), 0)
+                mean0 = config.model.flat_init(key, dt)
+                state = epochs.init_state(config, np.asarray(mean0), hyper)
+            else:
+                state = self._solver_kind(*self._solver_state)
+            epochs_to_run = 1 if incremental else int(self.max_iter)
+            best, stall, best_state, ran, skipped = np.inf, 0, None, 0, 0
+            key = self._key(1)
+            learn_noise = self._learns_noise()
+            for _ in range(epochs_to_run):
+                new, nll, sq, bad = epochs.run_epoch(
+                    config,
+                    state,
+                    self._steps,
+                    X,
+                    Y,
+                    w,
+                    hyper,
+                    key,
+                    shuffle=bool(self.shuffle),
+                    learn_noise=learn_noise,
+                )
+                state = new
+                self._steps += -(-n_data // config.batch_size)
+                skipped += int(bad)
+                ran += 1
+                post, kl = epochs.posterior_and_kl(config, state, hyper)
+                loss = (float(nll) + float(kl)) / n_data
+                self.loss_curve_.append(loss)
+                self.n_iter_ += 1
+                if learn_noise:  # the ELBO's M-step for the noise: E_q[(y − f)²]
+                    obs_var = np.maximum(np.asarray(sq, np.float64) / np.sum(w), 1e-12)
+                    new_hyper = self._hyper(config, n_data, obs_var)
+                    hyper = hyper._replace(
+                        obs_var=new_hyper.obs_var, prior_prec=new_hyper.prior_prec
+                    )
+                if self.verbose:
+                    print(f"[{type(self).__name__}] epoch {self.n_iter_}: loss {loss:.6g}")
+                if incremental:
+                    break
+                if X_val is not None:
+                    self._commit(state, post, obs_var)
+                    score = self.score(X_val, self._decode(Y_val), sample_weight=w_val)
+                    self.validation_scores_.append(score)
+                    if -score < best - self.tol:
+                        best, stall, best_state = -score, 0, (state, post, obs_var)
+                    else:
+                        stall += 1
+                elif _stalled(self.loss_curve_, self.n_iter_no_change, self.tol):
+                    stall = self.n_iter_no_change
+                if not np.isfinite(loss) or stall >= self.n_iter_no_change:
+                    break
+            if best_state is not None:
+                state, post, obs_var = best_state
+            self._commit(state, post, obs_var)
+        self.t_ = self._steps
+        self.n_skipped_steps_ += skipped
+        if skipped:
+            warnings.warn(
+                f"{type(self).__name__}: {skipped} of {ran * -(-n_data // config.batch_size)} "
+                "mini-batch steps of this call gave a "
+                f"non-finite or invalid state and were not applied (solver={self.solver!r}); "
+                "lower learning_rate or precision_rate, or standardise the inputs",
+                SkippedRowsWarning,
+                stacklevel=3,
+            )
+        if not np.isfinite(self.loss_curve_[-1]):
+            warnings.warn(
+                f"{type(self).__name__}: the loss became non-finite at epoch {self.n_iter_}: "
+                f"the fit diverged (solver={self.solver!r}); lower learning_rate, or "
+                "standardise the inputs",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        elif not incremental and stall < self.n_iter_no_change and ran >= self.max_iter:
+            warnings.warn(
+                f"{type(self).__name__}: max_iter={self.max_iter} epochs reached and the "
+                "optimisation has not converged yet",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        return self
+
+    def _commit(self, state, post, obs_var):
+        """Store the solver state, the posterior the predictives read, and publish it."""
+        self._solver_kind = type(state)
+        self._solver_state = tuple(np.asarray(a) for a in state)
+        self._state = tuple(np.asarray(a) for a in post)
+        self._noise = None
+        self._obs_var = np.asarray(obs_var, np.float64)
+        self.loss_ = self.loss_curve_[-1] if self.loss_curve_ else None
+        self._publish(self._batch.online())
+
+    def _split_validation(self, X, Y, w):
+        stratify = Y.argmax(1) if Y.shape[1] > 1 else (Y[:, 0] if not self._y_numeric else None)
+        return train_test_split(
+            X,
+            Y,
+            w,
+            test_size=self.validation_fraction,
+            random_state=self._seed,
+            stratify=stratify,
+        )
+
+    def _learns_noise(self):
+        return False
+
+    def _noise_unit(self, obs_var):
+        """The unit of the prior variances: 1, or with the learned noise the noise
+        variance (the geometric mean over outputs), as in the normal–inverse-gamma
+        model θ | σ² ~ N(0, σ² V₀) of :class:`BongRegressor`: so raw-scale targets
+        work and the prior keeps its meaning relative to the noise."""
+        if not self._learns_noise():
+            return 1.0
+        return float(np.exp(np.mean(np.log(obs_var))))
+
+    @property
+    def n_params_(self):
+        """Number of model parameters P."""
+        check_is_fitted(self, "_state")
+        return int(self._state[0].shape[0])
+
+
+__all__ = ["SOLVER_DEFAULTS", "STRUCTURAL", "VariationalBase"]
