@@ -34,7 +34,7 @@ def make_step(check, outputs):
     """A stream step with the validity check and the prequential outputs on or off."""
 
     def step(config, state, mean0, hyper, x, y, w, key):
-        family = E.FAMILIES[config.family]
+        family = config.impl.family
         predicted = family.predict(state, mean0, hyper) if config.dynamic else state
         if outputs:
             f = config.model.apply(predicted.mean, x)

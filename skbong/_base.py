@@ -154,8 +154,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
     def _build_config(self, n_features, n_outputs, hidden):
         model = self._build_model(n_features, n_outputs, hidden)
         n_params = model.n_params()
-        family = engine.FAMILIES[self.family]
-        need = family.memory(n_params, int(self.rank), np.dtype(self._jax_dtype()).itemsize)
+        need = engine.FAMILIES[self.family].memory(n_params, int(self.rank), np.dtype(self._jax_dtype()).itemsize)
         if need > 0.5 * _physical_memory():
             raise ValueError(
                 f"family={self.family!r} with P={n_params} parameters needs about "
@@ -206,7 +205,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         cached = getattr(self, "_prior_var_cache", None)
         key = (repr(self.prior_variance), config.model, config.likelihood)
         if cached is None or cached[0] != key:
-            broad = config.likelihood == "gaussian"
+            broad = config.impl.likelihood.additive_noise
 
             def one(v, wide):
                 return config.model.prior_variances(

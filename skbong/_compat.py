@@ -20,6 +20,7 @@ A score threshold that a configuration does not promise is scikit-learn's
 
 from numbers import Integral
 
+from . import engine
 from ._base import BongBase
 from ._classifier import ClassifierFace
 from ._poisson import BongPoissonRegressor
@@ -27,8 +28,8 @@ from ._variational_base import VariationalBase
 
 SAMPLE_WEIGHT_CHECK = "check_sample_weight_equivalence_on_dense_data"
 
-_MOMENT_FAMILIES = ("full_moment", "diag_moment")
-_PLAIN_RULES = ("bog", "bbb")
+_MOMENT_FAMILIES = tuple(n for n, f in engine.FAMILIES.items() if f.parametrisation == "moment")
+_PLAIN_RULES = tuple(n for n, r in engine.RULES.items() if not r.natural)
 
 _FLOAT32 = (
     "the check compares predictions of the weighted and the repeated fit at rtol=1e-7, "

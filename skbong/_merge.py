@@ -32,190 +32,13 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from . import engine
-from ._base import BongBase
 from ._guard import _check_not_forked
+from ._merge_checks import _check_together, check_mergeable, check_online
 from ._merge_math import ALGEBRAS, Prior, merge_evidence, merge_gaussians, merge_noise
-from ._signature import structural_signature
 from ._stream import _is_sound
 from .exceptions import NonFiniteUpdateError
 
-NOT_COMPARED = ("predictive", "predictive_samples", "on_error", "verbose", "random_state")
-"""Parameters that need not agree: they change predictions or error handling, not the
-belief. ``random_state`` draws a network's prior mean, which is compared itself."""
 
-
-# ------------------------------------------------------------------ the checks
-def _equal(a, b):
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return a is not None and b is not None and np.array_equal(a, b)
-    return bool(a == b)
-
-
-def _fitted_facts(est):
-    """What each fit learned about its input and target, which must agree."""
-    return {
-        "n_features_in_": est.n_features_in_,
-        "feature_names_in_": getattr(est, "feature_names_in_", None),
-        "classes_": getattr(est, "classes_", None),
-        "number of outputs": est._n_out,
-        "output shape (y 1-D or 2-D)": getattr(est, "_multi_output", None),
-    }
-
-
-def _is_linear(config):
-    return engine.models.is_linear(config.model)
-
-
-def _bank_refusal(est, config):
-    """Why the bank's weights cannot merge exactly (None when they can)."""
-    n_params = config.model.n_params()
-    if config.likelihood != "gaussian":
-        return f"the {config.likelihood} likelihood is not conjugate"
-    if not _is_linear(config):
-        return (
-            "a network or user model is not conjugate, and its evidence forgets older rows "
-            "(0.99 per row), so it depends on their time order"
-        )
-    if config.family == "dlr" and config.rank < n_params:
-        return f"family='dlr' with rank={est.rank} < P={n_params} is not exact"
-    if config.family not in ("full", "dlr"):
-        return f"family={config.family!r} is not exact"
-    if (config.rule, config.hessian) != ("bong", "lin_hess"):
-        return f"rule={config.rule!r} with hessian={config.hessian!r} is not the exact update"
-    if int(est.batch_size) != 1:
-        return f"with batch_size={est.batch_size} the evidence sums per-row predictives"
-    return None
-
-
-def check_online(est):
-    """Raise TypeError unless ``est`` is one of skbong's online estimators (BongBase)."""
-    if not isinstance(est, BongBase):
-        raise TypeError(
-            "merging takes skbong's online estimators (BongRegressor, BongClassifier), "
-            f"whose belief is filtered from the prior; got {type(est).__name__}"
-        )
-
-
-def check_mergeable(est, config):
-    """Refuse, with the reason, an estimator whose posterior cannot be merged.
-
-    Reads the parameters and the engine configuration only, so it also runs before any
-    data is seen (:func:`skbong.fit_partitions`).
-
-    Parameters
-    ----------
-    est : BongBase
-        The estimator.
-    config : skbong.engine.Config
-        Its engine configuration.
-
-    Raises
-    ------
-    TypeError
-        For an estimator that is not an online BONG estimator.
-    ValueError
-        For a configuration whose shard posteriors depend on the order of the rows, or
-        whose learned noise or prior bank has no exact merge.
-    """
-    check_online(est)
-    if config.dynamic:
-        raise ValueError(
-            f"cannot merge estimators with drift={est.drift} and process_noise="
-            f"{est.process_noise}: the predict step before every row forgets older rows, so "
-            "a shard's posterior depends on where its rows sat in the stream (time order "
-            "matters) and no sum of shard updates reproduces a forgetting filter; merge "
-            "static models (drift=1, process_noise=0)"
-        )
-    if config.learn_noise and config.noise_discount != 1.0:
-        raise ValueError(
-            f"cannot merge the learned noise with noise_discount={est.noise_discount!r} "
-            f"(δ = {config.noise_discount}; 'auto' is 0.99 for networks): discounting forgets "
-            "the noise evidence of older rows, so it depends on their time order; use "
-            "noise_discount=1 (the exact conjugate update) or a fixed obs_variance"
-        )
-    if config.learn_noise and config.model.n_outputs > 1:
-        raise ValueError(
-            f"cannot merge the learned noise of {config.model.n_outputs} outputs: the engine "
-            "shares one covariance scale between them (the geometric mean of their noise "
-            "ratios), an approximation with no exact merge; use a fixed obs_variance or one "
-            "estimator per output"
-        )
-    if config.evidence:
-        reason = _bank_refusal(est, config)
-        if reason is not None:
-            raise ValueError(
-                "cannot merge prior_variance='auto': the bank's weights are each filter's "
-                "online evidence, which combines exactly across shards only when it is the "
-                "log marginal likelihood (the linear-Gaussian model, family='full' or 'dlr' "
-                f"with rank >= P, rule='bong', hessian='lin_hess', batch_size=1); here {reason}. "
-                "Fit the shards with a fixed prior_variance (e.g. prior_variance_ of a first fit)"
-            )
-
-
-def _check_together(estimators, compare_model):
-    """Refuse estimators that do not share a class, parameters, input and prior."""
-    first = estimators[0]
-    for est in estimators[1:]:
-        if type(est) is not type(first):
-            raise TypeError(
-                "all estimators must be of one class; got "
-                f"{type(first).__name__} and {type(est).__name__}"
-            )
-    names = [n for n in first.get_params(deep=False) if n not in NOT_COMPARED]
-    if not compare_model:
-        names.remove("model")
-    reference = structural_signature(first, names)
-    facts = _fitted_facts(first)
-    for i, est in enumerate(estimators[1:], start=1):
-        differ = [n for (n, v), (_, w) in zip(reference, structural_signature(est, names)) if v != w]
-        if differ:
-            raise ValueError(
-                f"parameter(s) {differ} of estimator {i} differ from estimator 0 "
-                f"({[first.get_params(deep=False)[n] for n in differ]} vs "
-                f"{[est.get_params(deep=False)[n] for n in differ]}): posteriors merge only when they "
-                "share the prior and the structure; fit every shard from clones of one estimator"
-            )
-        for name, value in _fitted_facts(est).items():
-            if not _equal(value, facts[name]):
-                hint = " (pass classes= to partial_fit so every shard knows every class)"
-                raise ValueError(
-                    f"the fitted {name} of estimator {i} differs from estimator 0 "
-                    f"({value!r} vs {facts[name]!r}){hint if name == 'classes_' else ''}"
-                )
-        if (est._noise is None) != (first._noise is None) or (
-            est._noise is None and not np.array_equal(est._obs_var, first._obs_var)
-        ):
-            raise ValueError(
-                f"estimator {i} and estimator 0 learned with different observation noise "
-                "(one learned it, or their fixed values differ)"
-            )
-        if not np.array_equal(est._prior_mean, first._prior_mean):
-            _check_rebase(first, i, est)
-
-
-def _check_rebase(first, i, est):
-    """Refuse shards whose prior means differ, unless each can be divided by its own prior:
-    a linear model whose noise and prior variance are not learned (the conjugate noise
-    and evidence merges assume one prior). A network's prior mean is drawn from
-    ``random_state``, and networks started from different draws hold their hidden units
-    in different places: their posteriors do not describe the same parameters."""
-    config = first._config()
-    if not _is_linear(config):
-        raise ValueError(
-            f"the prior mean of estimator {i} differs from estimator 0's: a network's prior "
-            "mean is drawn from random_state, and networks started from different draws hold "
-            "their hidden units in different places, so their posteriors cannot be combined; "
-            f"fit every shard with one integer random_state (got {first.random_state!r} and "
-            f"{est.random_state!r})"
-        )
-    if config.learn_noise or config.evidence:
-        raise ValueError(
-            f"the prior mean of estimator {i} differs from estimator 0's, and the learned "
-            "noise and prior bank merge exactly only for shards of one prior"
-        )
-
-
-# ------------------------------------------------------------------ the merge
 def _filters(est):
     """The belief as a list of ``(state, noise)`` per filter (one without the bank)."""
     if est._log_evidence is None:
@@ -232,9 +55,8 @@ def _as64(parts):
 
 def _rescale(family, state, c):
     """The same mean with the covariance × c, by the family's own ``scale``."""
-    cls = engine.DLRState if family == "dlr" else engine.MeanCov
     with jax.enable_x64(True):
-        return _as64(engine.FAMILIES[family].scale(cls(*state), np.float64(c)))
+        return _as64(family.scale(family.state_type(*state), np.float64(c)))
 
 
 def _noise_scale(noise):
@@ -245,12 +67,12 @@ def _noise_scale(noise):
 def _merge_filter(config, prior, beliefs, log_evidences):
     """Merge one filter's beliefs ``[(state, noise)]`` (float64) from the ``prior``; returns the merged ``(state, noise)`` and log evidence (None
     without the bank)."""
-    family = config.family
+    family = config.impl.family
     noises = [n for _, n in beliefs]
     learned = noises[0] is not None
     # the learned noise merges in its own units: V = Σ / ŝ, ŝ = b / a (one output)
     states = [_rescale(family, s, 1.0 / _noise_scale(n)) for s, n in beliefs]
-    state, excess = merge_gaussians(ALGEBRAS[family], prior, states, config.rank)
+    state, excess = merge_gaussians(ALGEBRAS[config.family], prior, states, config.rank)
     noise0 = noise = None
     if learned:
         # the prior of a fresh fit: IG(a₀, a₀ ŝ₀) with ŝ₀ = 1, so V₀ = Σ₀
@@ -266,9 +88,8 @@ def _merge_filter(config, prior, beliefs, log_evidences):
 
 def _invalid(family, state, noise):
     """What is wrong with a merged belief, or None (the estimators' own checks)."""
-    cls = engine.DLRState if family == "dlr" else engine.MeanCov
     with jax.enable_x64(state[0].dtype == np.float64):
-        valid = bool(engine.FAMILIES[family].is_valid(cls(*state)))
+        valid = bool(family.is_valid(family.state_type(*state)))
     if not valid or not _is_sound(family, state):
         return f"a non-finite, non-positive or not positive-definite precision in {state[0].dtype}"
     if noise is not None and not (np.all(np.isfinite(noise[1])) and np.all(noise[1] > 0)):
@@ -284,7 +105,7 @@ def _merge_valid(first, config, prior, beliefs, log_evidences):
             (state, noise), evidence = _merge_filter(config, prior, beliefs, log_evidences)
         state = tuple(a.astype(first._state[0].dtype) for a in state)
         noise = None if noise is None else tuple(a.astype(first._noise[0].dtype) for a in noise)
-        problem = _invalid(first.family, state, noise)
+        problem = _invalid(config.impl.family, state, noise)
     except np.linalg.LinAlgError:  # a Cholesky factorisation of the merged precision failed
         problem = "a precision that is not positive definite"
     if problem:

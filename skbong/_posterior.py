@@ -127,7 +127,7 @@ class PosteriorMixin:
 
     def _state_class(self):
         """``DLRState`` or ``MeanCov``, the engine type of the belief's tuple."""
-        return engine.DLRState if self._posterior_family() == "dlr" else engine.MeanCov
+        return engine.FAMILIES[self._posterior_family()].state_type
 
     def _components(self):
         """The beliefs predictions mix, as ``(weight, state, noise)``: here one, of weight 1."""

@@ -23,8 +23,7 @@ def _is_sound(family, state):
     host check (:attr:`~skbong.engine.families.Family.host_check`; the dense families'
     Cholesky, the dlr variances), for the families whose per-step validity check does
     not guarantee it."""
-    check = engine.FAMILIES[family].host_check
-    return check is None or check(state)
+    return family.host_check is None or family.host_check(state)
 
 
 class StreamingMixin:
@@ -61,7 +60,7 @@ class StreamingMixin:
             config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
         )
         not_pd = np.zeros_like(ok)
-        if not _is_sound(self.family, new_state):
+        if not _is_sound(config.impl.family, new_state):
             (new_state, new_noise), ok, not_pd = self._replay(config, hyper, X, Y, w, noise)
         bad = np.flatnonzero(~ok)
         if bad.size and self.on_error == "raise":
@@ -69,21 +68,21 @@ class StreamingMixin:
             last = min(first + size, n_rows) - 1  # the last step may be padded
             rows = f"row {first}" if first == last else f"rows {first}..{last}"
             what = (
-                f"{engine.FAMILIES[self.family].unsound} in {self.dtype}"
+                f"{config.impl.family.unsound} in {self.dtype}"
                 if not_pd[bad[0]]
                 else "a non-finite or invalid posterior"
             )
             raise NonFiniteUpdateError(
                 f"the update for {rows} of this batch gave {what} (family={self.family!r}, "
                 f"rule={self.rule!r}, hessian={self.hessian!r}); nothing from this call was "
-                f"applied. {self._diagnosis(X)}"
+                f"applied. {self._diagnosis(config, X)}"
             )
         if bad.size:
             n_bad = int(np.minimum(size, n_rows - bad * size).sum())
             warnings.warn(
                 f"{type(self).__name__} skipped {n_bad} of {n_rows} rows ({n_bad / n_rows:.1%}) "
                 f"of this call (on_error='skip'): their updates gave a non-finite or invalid "
-                f"posterior, so the model did not learn from them. {self._diagnosis(X)}",
+                f"posterior, so the model did not learn from them. {self._diagnosis(config, X)}",
                 SkippedRowsWarning,
                 stacklevel=4,
             )
@@ -128,13 +127,13 @@ class StreamingMixin:
         alive = np.isfinite(self._log_evidence)
         for k in np.flatnonzero(alive):
             state_k = tuple(a[k] for a in new_state)
-            alive[k] = bool(ok[k].all()) and _is_sound(self.family, state_k)
+            alive[k] = bool(ok[k].all()) and _is_sound(config.impl.family, state_k)
         if not alive.any():
             raise NonFiniteUpdateError(
                 f"the update of every filter of the prior-variance bank (prior_variance='auto', "
                 f"{PRIOR_GRID.tolist()}) gave a non-finite or invalid posterior on this batch "
                 f"(family={self.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); "
-                f"nothing from this call was applied. {self._diagnosis(X)}"
+                f"nothing from this call was applied. {self._diagnosis(config, X)}"
             )
         dropped = np.isfinite(self._log_evidence) & ~alive
         if dropped.any():
@@ -155,7 +154,7 @@ class StreamingMixin:
         self.n_observations_ += int(n_rows)
         self._publish(config)
 
-    def _diagnosis(self, X):
+    def _diagnosis(self, config, X):
         """What most likely helps, read from the inputs and the settings in use."""
         hints = []
         if X.size and float(np.max(np.abs(X))) > 50:
@@ -163,17 +162,14 @@ class StreamingMixin:
                 f"the inputs reach |x| = {float(np.max(np.abs(X))):.3g}: standardise them "
                 "(e.g. make_streaming_pipeline(StandardScaler(), ...))"
             )
-        advice = engine.FAMILIES[self.family].advice
-        if advice:
-            hints.append(advice)
-        if self.rule in ("bog", "bbb"):
+        if config.impl.family.advice:
+            hints.append(config.impl.family.advice)
+        if not config.impl.rule.natural:
             hints.append(
                 f"rule={self.rule!r} takes plain-gradient steps of size "
                 f"learning_rate={self.learning_rate}: lower it, or use rule='bong' / 'blr'"
             )
-        if not self._learns_noise() and getattr(self, "_likelihood", None) and (
-            self._likelihood(1) == "gaussian"
-        ):
+        if not self._learns_noise() and config.impl.likelihood.additive_noise:
             hints.append("a fixed obs_variance too small for the data: try obs_variance='auto'")
         hints.append(f"a smaller prior_variance (now {self.prior_variance!r})")
         if self.dtype == "float32":
@@ -239,14 +235,14 @@ class StreamingMixin:
             if start >= end:
                 break
             new, ok_chunk = run(state, start, end)
-            if _is_sound(self.family, new[0]):
+            if _is_sound(config.impl.family, new[0]):
                 state, ok[start:end] = new, ok_chunk
             else:
                 for t in range(start, end):
                     new, ok_step = run(state, t, t + 1)
                     if not ok_step[0]:
                         ok[t] = False
-                    elif not _is_sound(self.family, new[0]):
+                    elif not _is_sound(config.impl.family, new[0]):
                         ok[t], not_pd[t] = False, True
                     else:
                         state = new

@@ -166,17 +166,13 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
     def _validate_all_params(self):
         self._validate_params()
         hidden = self._model_params()
-        if self.family == "full" and self.solver not in ("vogn", "von"):
-            raise ValueError(
-                f"family='full' is available with solver='vogn' or 'von' only; solver="
-                f"{self.solver!r} keeps a "
-                f"{'diagonal-plus-low-rank' if self.solver == 'slang' else 'diagonal'} "
-                "posterior: leave family='diag'"
-            )
+        solvers.check_family(self.solver, self._posterior_family())
         return hidden
 
     def _posterior_family(self):
-        return "dlr" if self.solver == "slang" else self.family
+        """The family of the belief: the estimator's ``family``, except that SLANG keeps
+        its low-rank-plus-diagonal precision where ``family`` is left at ``"diag"``."""
+        return "dlr" if self.solver == "slang" and self.family == "diag" else self.family
 
     def _signature(self):
         """The structural parameters by value (:func:`~skbong._signature.structural_signature`)."""
@@ -217,7 +213,8 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         """The traced hyperparameters: the prior precisions λ (fan-in scaled, a broad
         intercept prior for regression), the starting precision, the rates."""
         dt = self._jax_dtype()
-        wide = engine.models.OUTPUT_BIAS_VARIANCE if config.likelihood == "gaussian" else None
+        gaussian = config.impl.likelihood.additive_noise
+        wide = engine.models.OUTPUT_BIAS_VARIANCE if gaussian else None
         prior_var = config.model.prior_variances(
             float(self.prior_variance), wide if wide is not None else float(self.prior_variance)
         )
@@ -225,7 +222,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         if self.init_precision is not None:
             init = np.full_like(lam, float(self.init_precision))
         else:  # N + λ (IVON's h₀ = 1) with h₀ in the likelihood's units: 1 / σ² (Gaussian)
-            noise = np.exp(np.mean(np.log(obs_var))) if config.likelihood == "gaussian" else 1.0
+            noise = np.exp(np.mean(np.log(obs_var))) if gaussian else 1.0
             init = lam + n_data / noise
         return solvers.BatchHyper(
             prior_prec=lam.astype(dt),

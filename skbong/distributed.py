@@ -12,7 +12,8 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
 
-from ._merge import check_mergeable, check_online, merge_fitted
+from ._merge import merge_fitted
+from ._merge_checks import check_mergeable, check_online
 
 
 def _partitions(data, name):

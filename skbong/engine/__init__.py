@@ -47,7 +47,7 @@ LIKELIHOOD_NAMES = tuple(LIKELIHOODS)
 
 def init_state(config, mean0, prior_var):
     """The prior N(μ₀, σ₀² I) as a state of ``config.family``."""
-    return FAMILIES[config.family].init(mean0, prior_var, config.rank)
+    return config.impl.family.init(mean0, prior_var, config.rank)
 
 
 @partial(jax.jit, static_argnames=("config", "dtype"))
@@ -80,7 +80,7 @@ def prior(config, seed, prior_var, dtype):
 @partial(jax.jit, static_argnames=("config",))
 def marginal_var(config, state):
     """Posterior marginal variances diag(Σ), shape (P,)."""
-    return FAMILIES[config.family].marginal_var(state)
+    return config.impl.family.marginal_var(state)
 
 
 def make_key(seed, purpose):

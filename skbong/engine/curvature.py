@@ -18,7 +18,6 @@ sample weights, zero for padding).
 import jax
 import jax.numpy as jnp
 
-from .likelihoods import LIKELIHOODS
 from .types import Curv
 
 EXACT_DIAG_MAX = 512
@@ -26,14 +25,14 @@ EXACT_DIAG_MAX = 512
 
 def batch_log_lik(config, theta, x, y, w, obs_var):
     """Σᵢ wᵢ log p(yᵢ | f(xᵢ, θ)) for one mini-batch."""
-    lik = LIKELIHOODS[config.likelihood]
+    lik = config.impl.likelihood
     f = config.model.apply(theta, x)
     per_row = jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, obs_var)
     return jnp.sum(w * per_row)
 
 
 def _linearised_gradient(config, mean, x, y, w, obs_var):
-    lik = LIKELIHOODS[config.likelihood]
+    lik = config.impl.likelihood
     f, vjp = jax.vjp(lambda th: config.model.apply(th, x), mean)
     grad_f = jax.vmap(lik.grad, in_axes=(0, 0, None))(y, f, obs_var) * w[:, None]
     return f, vjp(grad_f)[0]
@@ -62,7 +61,7 @@ def lin_hess(config, family, state, x, y, w, obs_var, key):
     ``grad_coef``), since Jᵢᵀ wᵢ ∇ = (Jᵢᵀ Sᵢ √wᵢ)(√wᵢ Sᵢ⁻¹ ∇); a row whose uᵢ overflows
     (a vanishing Sᵢ: a saturated classifier) contributes Jᵢᵀ wᵢ ∇ to r instead.
     """
-    lik = LIKELIHOODS[config.likelihood]
+    lik = config.impl.likelihood
     f, jac = output_jacobians(config, state.mean, x)  # (b, C), (b, C, P)
     s = jax.vmap(lik.fisher_factor, in_axes=(0, None))(f, obs_var)  # (b, C, C)
     root_w = jnp.sqrt(w)

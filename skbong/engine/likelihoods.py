@@ -27,6 +27,10 @@ log-likelihood (:func:`.rules._no_overshoot`): the Poisson likelihood, whose gra
 y − e^f is unbounded. (The Gaussian step is exact in the conjugate case, and the
 Bernoulli / categorical gradients are bounded.)
 
+``additive_noise``: whether y = f + ε with ε ~ N(0, R), so that R can be learned online
+(:mod:`.noise`), the evidence has the closed linearised form, and the output is on the
+target's own scale (its bias gets the broad prior of :mod:`.models`): the Gaussian.
+
 ``obs_var`` is the Gaussian observation variance (scalar or one per output); the
 other likelihoods ignore it.
 """
@@ -51,6 +55,7 @@ class Likelihood(NamedTuple):
     gauss_moments: Callable | None = None
     class_log_prob: Callable | None = None
     guarded: bool = False
+    additive_noise: bool = False
 
 
 def _gauss_log_prob(y, f, obs_var):
@@ -162,6 +167,7 @@ LIKELIHOODS = {
         lambda f: f,
         cond_moments=_gauss_cond_moments,
         gauss_moments=_gauss_gauss_moments,
+        additive_noise=True,
     ),
     "bernoulli": Likelihood(
         "bernoulli",

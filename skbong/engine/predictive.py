@@ -18,8 +18,6 @@ import jax
 import jax.numpy as jnp
 
 from .curvature import output_jacobians
-from .families import FAMILIES
-from .likelihoods import LIKELIHOODS
 
 PREDICTIVES = ("plugin", "linmc", "mc")
 
@@ -31,7 +29,7 @@ def output_samples(config, state, x, key, kind, n_samples):
     apply = config.model.apply
     if kind == "plugin":
         return apply(state.mean, x)[None]
-    thetas = FAMILIES[config.family].sample(state, key, n_samples)
+    thetas = config.impl.family.sample(state, key, n_samples)
     if kind == "mc":
         return jax.vmap(apply, in_axes=(0, None))(thetas, x)
     f_mean, push = jax.linearize(lambda th: apply(th, x), state.mean)
@@ -46,7 +44,7 @@ def output_moments(config, state, x):
     """The linearised output f ~ N(f(x, μ), J Σ Jᵀ): its mean and marginal variances
     diag(J Σ Jᵀ), each (n, C)."""
     _, jac = output_jacobians(config, state.mean, x)
-    var = jnp.diagonal(FAMILIES[config.family].output_cov(state, jac), axis1=1, axis2=2)
+    var = jnp.diagonal(config.impl.family.output_cov(state, jac), axis1=1, axis2=2)
     return config.model.apply(state.mean, x), var
 
 
@@ -66,7 +64,7 @@ def predict_moments(config, state, hyper, x, key, kind, n_samples):
 
     The Gaussian variance includes the observation noise R.
     """
-    lik = LIKELIHOODS[config.likelihood]
+    lik = config.impl.likelihood
     if lik.cond_moments is None:
         raise ValueError(f"predict_moments does not apply to likelihood={config.likelihood!r}")
     if kind == "linmc":
@@ -102,7 +100,7 @@ def predict_moments_grad(config, state, hyper, x, key, kind, n_samples):
 @partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
 def predict_log_proba(config, state, x, key, kind, n_samples):
     """Log class probabilities (n, K) for the Bernoulli (K = 2) and categorical likelihoods."""
-    lik = LIKELIHOODS[config.likelihood]
+    lik = config.impl.likelihood
     if lik.class_log_prob is None:
         raise ValueError(f"predict_log_proba does not apply to likelihood={config.likelihood!r}")
     logp = lik.class_log_prob(output_samples(config, state, x, key, kind, n_samples))

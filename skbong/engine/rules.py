@@ -13,10 +13,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .curvature import ESTIMATORS
-from .families import FAMILIES
-from .likelihoods import LIKELIHOODS
-
 
 class Rule(NamedTuple):
     """Static description of an update rule."""
@@ -50,15 +46,13 @@ def update(config, predicted, x, y, w, hyper, key):
     key : PRNGKey
         Randomness of the MC estimators.
     """
-    rule = RULES[config.rule]
-    family = FAMILIES[config.family]
-    estimate = ESTIMATORS[config.hessian]
+    family, lik, rule, estimate = config.impl
     step = family.ngd if rule.natural else family.gd
     alpha = 1.0 if rule.unit_rate else hyper.learning_rate
     prior = predicted if rule.kl else None
     n_steps = config.n_iter if rule.kl else 1
     guard = None
-    if config.backtrack and LIKELIHOODS[config.likelihood].guarded and not rule.kl:
+    if config.backtrack and lik.guarded and not rule.kl:
         guard = _no_overshoot(config, predicted, x, y, w, hyper.obs_var)
 
     def inner(i, state):
@@ -75,20 +69,9 @@ def update(config, predicted, x, y, w, hyper, key):
     return jax.lax.fori_loop(0, n_steps, inner, predicted)
 
 
-def _acceptable(config, family, state):
-    """Whether a step's result is a usable belief: the family's ``is_valid`` (finite,
-    positive variances / precisions) and, for the dense families, a covariance whose
-    Cholesky factorisation succeeds (O(P³): paid only with ``backtrack``)."""
-    ok = family.is_valid(state)
-    if config.family in ("full", "full_moment"):
-        cov = 0.5 * (state.cov + state.cov.T)
-        ok = ok & jnp.all(jnp.isfinite(jnp.linalg.cholesky(cov)))
-    return ok
-
-
 def _row_log_lik(config, mean, x, y, w, obs_var):
     """Σᵢ wᵢ log p(yᵢ | f(xᵢ, mean)): the batch's weighted log-likelihood at a mean."""
-    log_prob = LIKELIHOODS[config.likelihood].log_prob
+    log_prob = config.impl.likelihood.log_prob
     f = config.model.apply(mean, x)
     return jnp.sum(w * jax.vmap(log_prob, in_axes=(0, 0, None))(y, f, obs_var))
 
@@ -118,7 +101,7 @@ def _no_overshoot(config, predicted, x, y, w, obs_var):
 
 def _backtracking(config, family, take, alpha, guard=None):
     """``take(α)``, retaken at α/2, α/4, … (at most ``config.backtrack`` halvings) while
-    its result is not :func:`_acceptable`; then, with a ``guard``
+    its result is not acceptable (:meth:`.families.base.Family.acceptable`); then, with a ``guard``
     (:func:`_no_overshoot`), a backtracking line search on the mean alone.
 
     A damped step in the same direction: the natural steps shrink the precision change
@@ -139,7 +122,7 @@ def _backtracking(config, family, take, alpha, guard=None):
 
     def failing(carry):
         k, new = carry
-        return (k < config.backtrack) & ~_acceptable(config, family, new)
+        return (k < config.backtrack) & ~family.acceptable(new)
 
     _, new = jax.lax.while_loop(failing, retry, (jnp.asarray(0), first))
     if guard is None:

@@ -47,262 +47,48 @@ Rates follow the papers' schedule α_t = α / (1 + t^ω) (and the same for β) w
 ``decay`` ω is positive, constant otherwise (t counts steps from 0).
 """
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, NamedTuple
-
 import jax
 import jax.numpy as jnp
 
-from .curvature import batch_log_lik, output_jacobians
+from .batch_grads import (
+    _nll,
+    _real_rows,
+    curvature_rows,
+    grad_moments,
+    hessian,
+    mean_gradients,
+    rates,
+    row_grads,
+    sample_grads,
+    sample_mean_grads,
+    total_gradient,
+)
+from .batch_types import (
+    ADAM_EPS,
+    CURVATURE_NAMES,
+    SOLVER_FAMILIES,
+    SOLVER_NAMES,
+    AdamState,
+    BatchConfig,
+    BatchHyper,
+    BBBState,
+    IVONState,
+    NGState,
+    SLANGState,
+    Solver,
+    check_family,
+)
+from .curvature import batch_log_lik
 from .families import DLRState, MeanCov
 from .families.dlr import transform as dlr_transform
-from .likelihoods import LIKELIHOODS
 from .linalg import cholesky, dlr_cov_root, dlr_grams, dlr_solve, project_rank
-from .types import Config
 
-SOLVER_NAMES = ("vogn", "von", "vprop", "vadam", "slang", "bbb", "ivon")
-CURVATURE_NAMES = ("ef", "ggn")
-ADAM_EPS = 1e-8
-"""ε of BBB's Adam (the usual default)."""
-
-
-@dataclass(frozen=True)
-class BatchConfig:
-    """Static configuration of a batch solver (hashable; a ``jit`` static argument).
-
-    Parameters
-    ----------
-    model : MLP or UserModel
-        The model f(θ, X).
-    likelihood : str
-        ``gaussian``, ``bernoulli``, ``categorical`` or ``poisson``.
-    solver : str
-        One of :data:`SOLVER_NAMES`.
-    family : str
-        ``diag`` or ``full`` for vogn and von; ``dlr`` for slang; ``diag`` otherwise.
-    curvature : str
-        ``ef`` (the per-example empirical Fisher, as published) or ``ggn`` for vogn and
-        slang (von always uses the Hessian).
-    rank : int
-        L, the rank of SLANG's low-rank precision.
-    mc_samples : int
-        S, samples of q per step.
-    batch_size : int
-        M, rows per mini-batch.
-    """
-
-    model: Any
-    likelihood: str
-    solver: str
-    family: str = "diag"
-    curvature: str = "ef"
-    rank: int = 1
-    mc_samples: int = 1
-    batch_size: int = 32
-
-    def __post_init__(self):
-        if self.solver not in SOLVER_NAMES:
-            raise ValueError(f"solver={self.solver!r} is not one of {SOLVER_NAMES}")
-        if self.curvature not in CURVATURE_NAMES:
-            raise ValueError(f"curvature={self.curvature!r} is not one of {CURVATURE_NAMES}")
-        allowed = {"vogn": ("diag", "full"), "von": ("diag", "full"), "slang": ("dlr",)}
-        if self.family not in allowed.get(self.solver, ("diag",)):
-            raise ValueError(
-                f"family={self.family!r} is not available for solver={self.solver!r} "
-                f"(allowed: {allowed.get(self.solver, ('diag',))})"
-            )
-
-    def online(self):
-        """The :class:`~.types.Config` whose predictives read this solver's posterior."""
-        return Config(
-            model=self.model, likelihood=self.likelihood, family=self.family, rank=self.rank
-        )
-
-
-class BatchHyper(NamedTuple):
-    """Traced hyperparameters of the batch solvers (arrays of the working dtype).
-
-    Attributes
-    ----------
-    prior_prec : (P,)
-        λ, the prior precision of each parameter (prior mean zero).
-    init_prec : (P,)
-        Precision of the starting q (IVON: h₀ = (init_prec − λ) / N, also its rate scale).
-    obs_var : scalar or (C,)
-        Gaussian observation variance.
-    lr, prec_rate : scalar
-        α (mean) and β (precision; β₂ = 1 − β for Vadam, BBB and IVON).
-    momentum : scalar
-        γ₁ (Vadam, SLANG, BBB's Adam, IVON's β₁).
-    decay : scalar
-        ω of the schedule α / (1 + t^ω); 0 keeps the rates constant.
-    n_data : scalar
-        N.
-    """
-
-    prior_prec: Any
-    init_prec: Any
-    obs_var: Any
-    lr: Any
-    prec_rate: Any
-    momentum: Any
-    decay: Any
-    n_data: Any
-
-
-class NGState(NamedTuple):
-    """VOGN / VON: mean and precision Λ, (P,) or (P, P)."""
-
-    mean: Any
-    prec: Any
-
-
-class AdamState(NamedTuple):
-    """Vprop / Vadam: mean, momentum u and the per-row scale vector s (Λ = N s + λ)."""
-
-    mean: Any
-    mom: Any
-    scale: Any
-
-
-class SLANGState(NamedTuple):
-    """SLANG: mean, precision D + U Uᵀ (D (P,), U (P, L)) and the gradient momentum."""
-
-    mean: Any
-    prec_diag: Any
-    prec_lr: Any
-    mom: Any
-
-
-class BBBState(NamedTuple):
-    """BBB: mean, ρ (σ = softplus(ρ)) and Adam's moments of (μ, ρ), each (2, P)."""
-
-    mean: Any
-    rho: Any
-    mom: Any
-    sq: Any
-
-
-class IVONState(NamedTuple):
-    """IVON: mean, momentum and the Hessian estimate h (Λ = N (h + λ̃))."""
-
-    mean: Any
-    mom: Any
-    hess: Any
-
-
-class Solver(NamedTuple):
-    """A batch solver: see the module docstring for each function's role."""
-
-    init: Callable
-    sample: Callable
-    step: Callable
-    posterior: Callable
-
-
-# ------------------------------------------------------------- shared pieces
-def rates(hyper, t):
-    """(α_t, β_t): α / (1 + t^ω) and β / (1 + t^ω) with ω = ``decay``; constant for ω = 0."""
-    t = jnp.asarray(t, hyper.lr.dtype)
-    factor = jnp.where(hyper.decay > 0, 1.0 / (1.0 + t**hyper.decay), 1.0)
-    return hyper.lr * factor, hyper.prec_rate * factor
-
-
-def _real_rows(w):
-    """m, the number of real (non-padding) rows of a mini-batch (at least 1)."""
-    return jnp.maximum(jnp.sum(w > 0), 1).astype(w.dtype)
-
-
-def row_grads(config, theta, x, y, obs_var):
-    """log p(yᵢ | xᵢ, θ) and gᵢ = ∇θ log p(yᵢ | xᵢ, θ) for each row: (M,) and (M, P)."""
-    lik = LIKELIHOODS[config.likelihood]
-
-    def one(xi, yi):
-        return jax.value_and_grad(
-            lambda th: lik.log_prob(yi, config.model.apply(th, xi[None, :])[0], obs_var)
-        )(theta)
-
-    return jax.vmap(one)(x, y)
-
-
-def sample_grads(config, thetas, x, y, obs_var):
-    """:func:`row_grads` at every sample: (S, M) and (S, M, P)."""
-    return jax.vmap(row_grads, in_axes=(None, 0, None, None, None))(config, thetas, x, y, obs_var)
-
-
-def grad_moments(config, theta, x, y, w, obs_var):
-    """log p(yᵢ | xᵢ, θ) (M,), Σᵢ wᵢ gᵢ and Σᵢ wᵢ gᵢ ∘ gᵢ (P,): what the diagonal
-    empirical Fisher needs. The model's own ``grad_moments`` when it has one (the MLP:
-    no per-row gradients), else from :func:`row_grads`."""
-    fast = getattr(config.model, "grad_moments", None)
-    if fast is not None:
-        lik = LIKELIHOODS[config.likelihood]
-
-        def row_log_lik(f):
-            return jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, obs_var)
-
-        return fast(theta, x, row_log_lik, w)
-    logp, grads = row_grads(config, theta, x, y, obs_var)
-    return logp, w @ grads, w @ (grads * grads)
-
-
-def sample_mean_grads(config, thetas, x, y, w, obs_var):
-    """Σᵢ wᵢ log p(yᵢ | θₛ) and its gradient at every sample, (S,) and (S, P): one backward
-    pass of the summed mini-batch term per sample (what Vprop, Vadam and IVON need;
-    no per-example gradients)."""
-    value_and_grad = jax.value_and_grad(batch_log_lik, argnums=1)
-    return jax.vmap(value_and_grad, in_axes=(None, 0, None, None, None, None))(
-        config, thetas, x, y, w, obs_var
-    )
-
-
-def total_gradient(grads, w, n_data):
-    """ĝ = −(N/m) mean_s Σᵢ wᵢ gᵢ(θₛ): the negative log-likelihood gradient at data scale."""
-    per_sample = jnp.einsum("smp,m->sp", grads, w)
-    return -(n_data / _real_rows(w)) * jnp.mean(per_sample, axis=0)
-
-
-def mean_gradients(grads, w):
-    """Per-sample mean mini-batch gradients of the negative log-likelihood,
-    −(1/m) Σᵢ wᵢ gᵢ(θₛ): (S, P)."""
-    return -jnp.einsum("smp,m->sp", grads, w) / _real_rows(w)
-
-
-def curvature_rows(config, thetas, grads, x, w, obs_var, n_data):
-    """Rows R (k × P) with Ĝ = Rᵀ R, at data scale (N/m, averaged over the S samples).
-
-    ``ef``: rows √(N wᵢ / (m S)) gᵢ(θₛ) (per-example empirical Fisher, k = S M);
-    ``ggn``: rows √(N wᵢ / (m S)) Sᵢᵀ Jᵢ(θₛ) with Sᵢ Sᵢᵀ = Λ_y (k = S M C).
-    """
-    s = thetas.shape[0]
-    weight = jnp.sqrt(n_data * w / (_real_rows(w) * s))  # (M,)
-    if config.curvature == "ef":
-        return (grads * weight[None, :, None]).reshape(-1, grads.shape[-1])
-    lik = LIKELIHOODS[config.likelihood]
-
-    def at(theta):
-        f, jac = output_jacobians(config, theta, x)  # (M, C), (M, C, P)
-        factor = jax.vmap(lik.fisher_factor, in_axes=(0, None))(f, obs_var)  # (M, C, C)
-        return jnp.einsum("mcp,mcd,m->mdp", jac, factor, weight)
-
-    return jax.vmap(at)(thetas).reshape(-1, thetas.shape[-1])
-
-
-def hessian(config, thetas, x, y, w, obs_var, n_data, dense):
-    """VON's curvature: (N/m) mean_s ∇²θ of −Σᵢ wᵢ log p(yᵢ | θₛ), dense (P, P) or its
-    diagonal (P,) (exact, from the dense Hessian of the mini-batch term)."""
-
-    def one(theta):
-        h = -jax.hessian(batch_log_lik, argnums=1)(config, theta, x, y, w, obs_var)
-        return h if dense else jnp.diagonal(h)
-
-    return (n_data / _real_rows(w)) * jnp.mean(jax.vmap(one)(thetas), axis=0)
-
-
-def _nll(logp, w):
-    """mean_s Σᵢ −wᵢ log p(yᵢ | θₛ) from the (S, M) log-likelihoods."""
-    return -jnp.mean(logp @ w)
+__all__ = [
+    "ADAM_EPS", "CURVATURE_NAMES", "SOLVER_FAMILIES", "SOLVER_NAMES", "check_family", "AdamState", "BatchConfig", "BatchHyper",
+    "BBBState", "IVONState", "NGState", "SLANGState", "Solver", "curvature_rows",
+    "diag_kl", "grad_moments", "hessian", "is_valid", "kl_to_prior", "mean_gradients",
+    "rates", "row_grads", "sample_grads", "sample_mean_grads", "solver", "total_gradient",
+]
 
 
 def _precision_solve(prec, v):

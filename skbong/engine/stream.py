@@ -18,8 +18,6 @@ import numpy as np
 
 from . import noise as noise_lib
 from .curvature import output_jacobians
-from .families import FAMILIES
-from .likelihoods import LIKELIHOODS
 from .rules import update
 from .types import Hyper
 
@@ -35,15 +33,14 @@ def stream_step(config, state, mean0, hyper, x, y, w, key):
     plug-in noise ŝ = b / a, then the noise posterior takes the conjugate increment
     and the covariance is rescaled by ŝ' / ŝ (:mod:`.noise`).
     """
-    family = FAMILIES[config.family]
-    lik = LIKELIHOODS[config.likelihood]
+    family, lik = config.impl.family, config.impl.likelihood
     belief, noise = state if config.learn_noise else (state, None)
     if noise is not None:
         hyper = hyper._replace(obs_var=noise_lib.variance(noise))
     active = jnp.any(w != 0)  # all-zero weights are padding; a NaN weight is not (refused)
     predicted = family.predict(belief, mean0, hyper) if config.dynamic else belief
     f = config.model.apply(predicted.mean, x)
-    if config.evidence and config.likelihood == "gaussian":
+    if config.evidence and lik.additive_noise:
         log_lik = _gaussian_evidence(config, family, predicted, noise, x, y, f, hyper.obs_var)
     else:
         log_lik = jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, hyper.obs_var)

@@ -43,6 +43,15 @@ def check_names(likelihood=None, family=None, rule=None, hessian=None):
 
 
 
+class Impl(NamedTuple):
+    """The registry objects a :class:`Config` names (see :attr:`Config.impl`)."""
+
+    family: Any
+    likelihood: Any
+    rule: Any
+    estimate: Any
+
+
 @dataclass(frozen=True)
 class Config:
     """Static configuration of a BONG-family learner (hashable; a ``jit`` static argument).
@@ -113,8 +122,28 @@ class Config:
             raise ValueError(
                 f"noise_discount must be a float in (0, 1], got {self.noise_discount!r}"
             )
-        if self.learn_noise and self.likelihood != "gaussian":
-            raise ValueError("learn_noise applies to the gaussian likelihood only")
+        if self.learn_noise and not self.impl.likelihood.additive_noise:
+            raise ValueError(
+                f"learn_noise applies to a likelihood with additive Gaussian noise, "
+                f"not {self.likelihood!r}"
+            )
+
+    @property
+    def impl(self):
+        """The :class:`Impl` of the family, likelihood, rule and curvature estimator this
+        configuration names: the engine reads every one of them from here, never from a
+        registry by name (the names were checked once, on construction)."""
+        from .curvature import ESTIMATORS
+        from .families import FAMILIES
+        from .likelihoods import LIKELIHOODS
+        from .rules import RULES
+
+        return Impl(
+            FAMILIES[self.family],
+            LIKELIHOODS[self.likelihood],
+            RULES[self.rule],
+            ESTIMATORS[self.hessian],
+        )
 
 
 class Hyper(NamedTuple):

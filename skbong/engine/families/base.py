@@ -45,6 +45,14 @@ class Family(NamedTuple):
         The memory a belief and its update need, for the estimators' up-front check.
     advice : str
         What to try when an update of this family fails (for the error message).
+    state_type : type
+        The NamedTuple of the belief (``MeanCov`` or ``DLRState``), to rebuild a state
+        from its arrays (unpickling, merging).
+    parametrisation : str
+        ``"natural"`` or ``"moment"``: the parameters its steps move.
+    is_sound : callable ``state -> bool`` or None
+        The in-graph acceptance test of a backtracked step when ``is_valid`` is not
+        enough (the dense families: a Cholesky factorisation, O(P³)); ``None``: ``is_valid``.
     """
 
     init: Callable
@@ -61,6 +69,15 @@ class Family(NamedTuple):
     unsound: str = ""
     memory: Callable = lambda p, r, itemsize: 4 * p * itemsize
     advice: str = ""
+    state_type: type | None = None
+    parametrisation: str = "natural"
+    is_sound: Callable | None = None
+
+    def acceptable(self, state):
+        """Whether a (backtracked) step's result is a usable belief: ``is_valid`` and,
+        where the family has one, ``is_sound``."""
+        ok = self.is_valid(state)
+        return ok if self.is_sound is None else ok & self.is_sound(state)
 
 
 def finite_and_positive(finite=(), positive=()):

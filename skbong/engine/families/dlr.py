@@ -230,7 +230,7 @@ def variances_positive(state):
     """
     _, prec_diag, w = state
     with jax.enable_x64(w.dtype == np.float64):
-        return bool(_min_variance(prec_diag, w) > 0)
+        return float(_min_variance(prec_diag, w)) > 0  # compared on the host: no second program
 
 
 DLR = Family(
@@ -244,6 +244,7 @@ DLR = Family(
     is_valid=is_valid,
     scale=scale,
     hess_kind=None,
+    state_type=DLRState,
     host_check=variances_positive,
     unsound="a precision too ill-conditioned for positive variances",
     memory=lambda p, r, itemsize: (2 + 3 * (r + 2)) * p * itemsize,  # μ, Υ, W and the step's P × (R + C) blocks

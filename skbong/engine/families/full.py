@@ -74,7 +74,14 @@ def _family(parametrisation, advice=""):
         unsound="a covariance that is not positive definite",
         memory=lambda p, r, itemsize: 4 * p * p * itemsize,  # Σ, its update, two temporaries
         advice=advice,
+        is_sound=_cholesky_succeeds,
     )
+
+
+def _cholesky_succeeds(state):
+    """In-graph: the symmetrised covariance has a finite Cholesky factor (O(P³))."""
+    cov = 0.5 * (state.cov + state.cov.T)
+    return jnp.all(jnp.isfinite(jnp.linalg.cholesky(cov)))
 
 
 FULL = _family("natural")

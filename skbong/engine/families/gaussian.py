@@ -138,7 +138,7 @@ def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation, **host
         Which pair of steps (NGD, GD) the family takes.
     **host
         The host-side fields of :class:`~.base.Family` (``host_check``, ``unsound``,
-        ``memory``, ``advice``).
+        ``memory``, ``advice``) and ``is_sound``.
     """
     ngd, gd = {"natural": (natural_ngd, natural_gd), "moment": (moment_ngd, moment_gd)}[
         parametrisation
@@ -156,6 +156,8 @@ def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation, **host
         is_valid=_is_valid(alg),
         scale=lambda s, c: MeanCov(s.mean, s.cov * c),
         hess_kind=hess_kind,
+        state_type=MeanCov,
+        parametrisation=parametrisation,
         **host,
     )
 

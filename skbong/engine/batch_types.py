@@ -1,0 +1,162 @@
+"""The batch solvers' static configuration, traced hyperparameters and states
+(:mod:`.solvers` has the algorithms)."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from .types import Config
+
+SOLVER_NAMES = ("vogn", "von", "vprop", "vadam", "slang", "bbb", "ivon")
+CURVATURE_NAMES = ("ef", "ggn")
+ADAM_EPS = 1e-8
+"""ε of BBB's Adam (the usual default)."""
+
+
+SOLVER_FAMILIES = {"vogn": ("diag", "full"), "von": ("diag", "full"), "slang": ("dlr",)}
+"""The posterior families a solver can keep; every other solver keeps ``("diag",)``."""
+
+
+def check_family(solver, family):
+    """Raise ``ValueError`` unless ``solver`` keeps a posterior of ``family`` (the one
+    place this constraint lives, :data:`SOLVER_FAMILIES`)."""
+    allowed = SOLVER_FAMILIES.get(solver, ("diag",))
+    if family not in allowed:
+        raise ValueError(
+            f"family={family!r} is not available with solver={solver!r}, which keeps a "
+            f"{' or '.join(repr(f) for f in allowed)} posterior"
+        )
+
+
+@dataclass(frozen=True)
+class BatchConfig:
+    """Static configuration of a batch solver (hashable; a ``jit`` static argument).
+
+    Parameters
+    ----------
+    model : MLP or UserModel
+        The model f(θ, X).
+    likelihood : str
+        ``gaussian``, ``bernoulli``, ``categorical`` or ``poisson``.
+    solver : str
+        One of :data:`SOLVER_NAMES`.
+    family : str
+        ``diag`` or ``full`` for vogn and von; ``dlr`` for slang; ``diag`` otherwise.
+    curvature : str
+        ``ef`` (the per-example empirical Fisher, as published) or ``ggn`` for vogn and
+        slang (von always uses the Hessian).
+    rank : int
+        L, the rank of SLANG's low-rank precision.
+    mc_samples : int
+        S, samples of q per step.
+    batch_size : int
+        M, rows per mini-batch.
+    """
+
+    model: Any
+    likelihood: str
+    solver: str
+    family: str = "diag"
+    curvature: str = "ef"
+    rank: int = 1
+    mc_samples: int = 1
+    batch_size: int = 32
+
+    def __post_init__(self):
+        if self.solver not in SOLVER_NAMES:
+            raise ValueError(f"solver={self.solver!r} is not one of {SOLVER_NAMES}")
+        if self.curvature not in CURVATURE_NAMES:
+            raise ValueError(f"curvature={self.curvature!r} is not one of {CURVATURE_NAMES}")
+        check_family(self.solver, self.family)
+
+    @property
+    def impl(self):
+        """The registry objects of the likelihood and family (:attr:`.types.Config.impl`)."""
+        return self.online().impl
+
+    def online(self):
+        """The :class:`~.types.Config` whose predictives read this solver's posterior."""
+        return Config(
+            model=self.model, likelihood=self.likelihood, family=self.family, rank=self.rank
+        )
+
+
+class BatchHyper(NamedTuple):
+    """Traced hyperparameters of the batch solvers (arrays of the working dtype).
+
+    Attributes
+    ----------
+    prior_prec : (P,)
+        λ, the prior precision of each parameter (prior mean zero).
+    init_prec : (P,)
+        Precision of the starting q (IVON: h₀ = (init_prec − λ) / N, also its rate scale).
+    obs_var : scalar or (C,)
+        Gaussian observation variance.
+    lr, prec_rate : scalar
+        α (mean) and β (precision; β₂ = 1 − β for Vadam, BBB and IVON).
+    momentum : scalar
+        γ₁ (Vadam, SLANG, BBB's Adam, IVON's β₁).
+    decay : scalar
+        ω of the schedule α / (1 + t^ω); 0 keeps the rates constant.
+    n_data : scalar
+        N.
+    """
+
+    prior_prec: Any
+    init_prec: Any
+    obs_var: Any
+    lr: Any
+    prec_rate: Any
+    momentum: Any
+    decay: Any
+    n_data: Any
+
+
+class NGState(NamedTuple):
+    """VOGN / VON: mean and precision Λ, (P,) or (P, P)."""
+
+    mean: Any
+    prec: Any
+
+
+class AdamState(NamedTuple):
+    """Vprop / Vadam: mean, momentum u and the per-row scale vector s (Λ = N s + λ)."""
+
+    mean: Any
+    mom: Any
+    scale: Any
+
+
+class SLANGState(NamedTuple):
+    """SLANG: mean, precision D + U Uᵀ (D (P,), U (P, L)) and the gradient momentum."""
+
+    mean: Any
+    prec_diag: Any
+    prec_lr: Any
+    mom: Any
+
+
+class BBBState(NamedTuple):
+    """BBB: mean, ρ (σ = softplus(ρ)) and Adam's moments of (μ, ρ), each (2, P)."""
+
+    mean: Any
+    rho: Any
+    mom: Any
+    sq: Any
+
+
+class IVONState(NamedTuple):
+    """IVON: mean, momentum and the Hessian estimate h (Λ = N (h + λ̃))."""
+
+    mean: Any
+    mom: Any
+    hess: Any
+
+
+class Solver(NamedTuple):
+    """A batch solver: see the module docstring for each function's role."""
+
+    init: Callable
+    sample: Callable
+    step: Callable
+    posterior: Callable
