@@ -6,15 +6,25 @@ Jones, Chang & Murphy (2024) and its relatives (BOG, BLR, BBB), and report how
 uncertain they are. The numerical engine is :mod:`skbong.engine` (pure JAX).
 """
 
-from ._classifier import BongClassifier
-from ._compat import expected_failed_checks
-from ._merge import merge_posteriors
-from ._poisson import BongPoissonRegressor
-from ._regressor import BongRegressor
-from ._variational import VariationalClassifier, VariationalRegressor
-from .distributed import fit_partitions
-from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
-from .pipeline import StreamingPipeline, make_streaming_pipeline
+import importlib
+
+# The public names and the modules that define them, imported on first use (PEP 562):
+# ``import skbong`` loads neither JAX nor scikit-learn, which the estimators need.
+_SOURCES = {
+    "BongClassifier": "._classifier",
+    "BongPoissonRegressor": "._poisson",
+    "BongRegressor": "._regressor",
+    "NonFiniteUpdateError": ".exceptions",
+    "SkippedRowsWarning": ".exceptions",
+    "StreamingPipeline": ".pipeline",
+    "VariationalClassifier": "._variational",
+    "VariationalRegressor": "._variational",
+    "enable_compilation_cache": "._cache",
+    "expected_failed_checks": "._compat",
+    "fit_partitions": ".distributed",
+    "make_streaming_pipeline": ".pipeline",
+    "merge_posteriors": "._merge",
+}
 
 __version__ = "0.1.0"
 
@@ -27,9 +37,26 @@ __all__ = [
     "StreamingPipeline",
     "VariationalClassifier",
     "VariationalRegressor",
+    "enable_compilation_cache",
     "expected_failed_checks",
     "fit_partitions",
     "make_streaming_pipeline",
     "merge_posteriors",
     "__version__",
 ]
+
+_MODULES = ("adapters", "distributed", "engine", "exceptions", "metrics", "pipeline", "plotting")
+
+
+def __getattr__(name):
+    if name in _SOURCES:
+        value = getattr(importlib.import_module(_SOURCES[name], __name__), name)
+        globals()[name] = value
+        return value
+    if name in _MODULES:  # ``skbong.engine`` etc. without importing them first
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError(f"module 'skbong' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

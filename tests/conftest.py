@@ -2,15 +2,15 @@
 
 The suite compiles the same engine programs in both workers (``-n 2``); with a cache
 directory common to the session, a program one worker compiled is loaded by the other.
-This configures JAX for the test processes only (the library never changes JAX's
-configuration); the directory is a fresh temporary one per session, removed at the end.
+This configures JAX for the test processes only, through the library's explicit switch
+(:func:`skbong.enable_compilation_cache`; importing skbong changes no JAX setting); the directory is a fresh temporary one per session, removed at the end.
 """
 
 import os
 import shutil
 import tempfile
 
-import jax
+from skbong import enable_compilation_cache
 
 _ENV = "SKBONG_TEST_JAX_CACHE"
 
@@ -19,9 +19,7 @@ def pytest_configure(config):
     if not hasattr(config, "workerinput") and _ENV not in os.environ:  # the controller
         os.environ[_ENV] = tempfile.mkdtemp(prefix="skbong-jax-cache-")
         config._skbong_cache_owner = True
-    jax.config.update("jax_compilation_cache_dir", os.environ[_ENV])
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    enable_compilation_cache(os.environ[_ENV])
 
 
 def pytest_unconfigure(config):

@@ -316,6 +316,32 @@ MUTANTS = [
         ("tests/test_faults.py", "-k", "tiny_prior"),
         "the KL curvature summed (G - L0) + L, losing G next to L0 = 1e8 in float32",
     ),
+    # ------------------------------------------------------------------ issue 22: cold start
+    Mutant(
+        "eager-package-import",
+        "skbong/__init__.py",
+        "import importlib\n",
+        "import importlib\n\nfrom ._regressor import BongRegressor  # noqa: F401\n",
+        ("tests/test_cold_start.py", "-k", "neither"),
+        "import skbong loads the estimators (and JAX, scikit-learn) eagerly again",
+    ),
+    Mutant(
+        "cache-keeps-min-compile-time",
+        "skbong/_cache.py",
+        '    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)\n',
+        "",
+        ("tests/test_cold_start.py", "-k", "second_process"),
+        "the cache keeps JAX's 1 s minimum compile time, so small programs recompile",
+    ),
+    Mutant(
+        "dlr-host-check-second-program",
+        "skbong/engine/families/dlr.py",
+        "return float(_min_variance(prec_diag, w)) > 0",
+        "return bool(_min_variance(prec_diag, w) > 0)",
+        ("tests/test_cold_start.py", "-k", "second_process"),
+        "the dlr soundness check compares on the device: an extra program per fit "
+        "(killed only through the program count the cold-start test pins)",
+    ),
 ]
 
 
