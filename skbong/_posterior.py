@@ -94,6 +94,21 @@ class PosteriorMixin:
     def _param_snapshot(self):
         return tuple((k, repr(v)) for k, v in self.get_params(deep=False).items())
 
+    def _is_plain_rows(self, X):
+        """Whether ``validate_data(self, X, reset=False)`` would return X unchanged and
+        warn about nothing, so that it can be skipped: a finite float numpy array of
+        rows of the fitted width, and no feature names fitted. The common case of one-row
+        ``predict`` and ``partial_fit`` calls; anything else is validated."""
+        return (
+            type(X) is np.ndarray
+            and X.dtype in (np.float32, np.float64)
+            and X.ndim == 2
+            and X.shape[0] >= 1
+            and X.shape[1] == self.n_features_in_
+            and not hasattr(self, "feature_names_in_")
+            and bool(np.isfinite(X).all())
+        )
+
     def _jax_dtype(self):
         return np.float64 if self.dtype == "float64" else np.float32
 
@@ -205,7 +220,8 @@ class PosteriorMixin:
         """
         check_is_fitted(self, "_state")
         _check_not_forked()
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        if not self._is_plain_rows(X):
+            X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         dt = np.float64 if sampled else self._jax_dtype()
         X = X.astype(dt, copy=False)
         config = self._config()

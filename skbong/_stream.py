@@ -56,11 +56,11 @@ class StreamingMixin:
             noise = None
         if self._is_bank():
             return self._learn_bank(config, hyper, X, Y, w, noise, obs_var)
-        (new_state, new_noise), ok = self._run(
+        (new_state, new_noise), ok, sound = self._run(
             config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
         )
         not_pd = np.zeros_like(ok)
-        if not _is_sound(config.impl.family, new_state):
+        if not sound:
             (new_state, new_noise), ok, not_pd = self._replay(config, hyper, X, Y, w, noise)
         bad = np.flatnonzero(~ok)
         if bad.size and self.on_error == "raise":
@@ -179,9 +179,11 @@ class StreamingMixin:
     def _run(self, config, belief, hyper, X, Y, w, step0, callback=None):
         """Stream rows from ``belief = (state, noise)`` (tuples of numpy arrays; noise
         None when it is not learned) through the compiled engine; return the new belief
-        in the same form and the per-step ``ok`` flags."""
+        in the same form, the per-step ``ok`` flags and whether the new belief is sound
+        (:func:`_is_sound`: the family's ``end_check``, computed in the stream's own
+        program, or else its ``host_check`` here)."""
         with self._x64():
-            new, _, _, ok = engine.stream(
+            new, _, _, ok, sound = engine.stream(
                 config,
                 self._engine_state(*belief),
                 self._prior_mean,
@@ -193,11 +195,14 @@ class StreamingMixin:
                 step0,
                 self._key(1),
                 callback=callback,
+                checked=True,
             )
             state, noise = new if config.learn_noise else (new, None)
             state = tuple(np.asarray(a) for a in state)
             noise = None if noise is None else tuple(np.asarray(a) for a in noise)
-            return (state, noise), ok
+            if config.impl.family.end_check is None:
+                sound = _is_sound(config.impl.family, state)
+            return (state, noise), ok, sound
 
     def _replay(self, config, hyper, X, Y, w, noise):
         """Slow path of a call whose belief failed :func:`_is_sound` at its end.
@@ -234,15 +239,15 @@ class StreamingMixin:
             end = min(start + length, n_steps)
             if start >= end:
                 break
-            new, ok_chunk = run(state, start, end)
-            if _is_sound(config.impl.family, new[0]):
+            new, ok_chunk, sound = run(state, start, end)
+            if sound:
                 state, ok[start:end] = new, ok_chunk
             else:
                 for t in range(start, end):
-                    new, ok_step = run(state, t, t + 1)
+                    new, ok_step, sound = run(state, t, t + 1)
                     if not ok_step[0]:
                         ok[t] = False
-                    elif not _is_sound(config.impl.family, new[0]):
+                    elif not sound:
                         ok[t], not_pd[t] = False, True
                     else:
                         state = new
@@ -319,17 +324,11 @@ class StreamingMixin:
         length, and no feature names to check. The common case of a stream of
         ``partial_fit`` calls; anything else goes through ``validate_data``."""
         return (
-            type(X) is np.ndarray
-            and type(y) is np.ndarray
-            and X.dtype in (np.float32, np.float64)
-            and X.ndim == 2
-            and X.shape[0] >= 1
-            and X.shape[1] == self.n_features_in_
+            type(y) is np.ndarray
             and y.ndim in (1, 2)
-            and y.shape[0] == X.shape[0]
             and y.dtype.kind in "biuf"
-            and not hasattr(self, "feature_names_in_")
-            and bool(np.isfinite(X).all())
+            and self._is_plain_rows(X)
+            and y.shape[0] == X.shape[0]
             and (y.dtype.kind != "f" or bool(np.isfinite(y).all()))
         )
 

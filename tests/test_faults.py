@@ -598,15 +598,38 @@ def test_positive_definiteness_is_checked_once_per_call(monkeypatch):
 
 def test_dlr_variances_are_checked_once_per_call(monkeypatch):
     """Υ + W Wᵀ is positive definite by construction, but its marginal variances can
-    cancel; they are checked once per call (O(P R²)), not per step."""
-    calls = []
-    counting = E.FAMILIES["dlr"]._replace(
-        host_check=lambda st: calls.append(len(st)) or variances_positive(st)
+    cancel; they are checked once per call (O(P R²)), not per step, inside the call's
+    own stream program (``end_check``: one dispatch per call), never on the host."""
+    calls, host = [], []
+    dlr = E.FAMILIES["dlr"]
+
+    def end_check(state):
+        jax.debug.callback(lambda: calls.append(1))  # runs each time the program checks
+        return dlr.end_check(state)
+
+    counting = dlr._replace(
+        end_check=end_check, host_check=lambda st: host.append(1) or variances_positive(st)
     )
     monkeypatch.setitem(E.FAMILIES, "dlr", counting)
+    jax.clear_caches()  # programs compiled earlier in this process hold the real check
     est = BongRegressor(**REPRESENTATIVE[4], **COMMON).fit(X_FIT, Y_REG)
     est.partial_fit(X_MORE, Y_MORE_REG)
-    assert calls == [3, 3]
+    jax.clear_caches()  # and none compiled here outlives the patch
+    assert (len(calls), host) == (2, [])
+
+
+def test_dlr_cancelled_variances_refuse_the_row():
+    """End to end, through the check inside the stream program: a row x = 1e4 adds
+    x² = 1e8 to the precision of one direction, whose variance 1 / (1 + 1e8) cancels to
+    0 in float32 (1/Υ − V²). The call is refused, naming the cause, and the belief is
+    exactly as before."""
+    est = BongRegressor(obs_variance=1.0, random_state=0)
+    est.partial_fit(np.array([[0.1], [0.2]]), np.array([0.0, 1.0]))
+    before = [a.copy() for a in est._state]
+    with pytest.raises(NonFiniteUpdateError, match="too ill-conditioned for positive variances"):
+        est.partial_fit(np.array([[1e4]]), np.array([0.0]))
+    assert all(np.array_equal(a, b) for a, b in zip(before, est._state))
+    assert est.n_observations_ == 2
 
 
 def test_dlr_variance_check_catches_cancelled_variances():

@@ -342,6 +342,31 @@ MUTANTS = [
         "the dlr soundness check compares on the device: an extra program per fit "
         "(killed only through the program count the cold-start test pins)",
     ),
+    Mutant(
+        "dlr-end-check-passes-all",
+        "skbong/engine/families/dlr.py",
+        "end_check=lambda state: _min_variance(state.prec_diag, state.prec_lr) > 0,",
+        "end_check=lambda state: _min_variance(state.prec_diag, state.prec_lr) > -jnp.inf,",
+        ("tests/test_faults.py",),
+        "the in-program dlr soundness check passes beliefs with cancelled variances",
+    ),
+    # ------------------------------------------------------------------ issue 22: per-call latency
+    Mutant(
+        "plain-rows-accepts-nan",
+        "skbong/_posterior.py",
+        "            and bool(np.isfinite(X).all())\n        )",
+        "        )",
+        ("tests/test_properties.py",),
+        "the validation fast path of predict / partial_fit lets NaN and inf rows through",
+    ),
+    Mutant(
+        "plain-rows-ignores-width",
+        "skbong/_posterior.py",
+        "            and X.shape[1] == self.n_features_in_\n",
+        "",
+        ("tests/test_properties.py",),
+        "the validation fast path lets rows of another width through",
+    ),
 ]
 
 

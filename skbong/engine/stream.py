@@ -135,6 +135,17 @@ def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None
 run_stream = jax.jit(_run_stream, static_argnames=("config",))
 
 
+@partial(jax.jit, static_argnames=("config",))
+def run_stream_checked(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None):
+    """:func:`run_stream` and, in the same program, the family's ``end_check`` of the final
+    belief (``True`` for a family without one): what the estimators run, one dispatch per
+    call. Returns the outputs of :func:`run_stream` and that flag."""
+    state, log_lik, f, ok = _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length)
+    check = config.impl.family.end_check
+    belief = state[0] if config.learn_noise else state
+    return state, log_lik, f, ok, jnp.asarray(True) if check is None else check(belief)
+
+
 _BANK_AXES = Hyper(prior_var=0, obs_var=None, learning_rate=None, drift=None, process_noise=None)
 
 
@@ -192,19 +203,33 @@ def to_steps(x, y, w, batch_size):
 
 
 def stream(
-    config, state, mean0, hyper, x, y, w, batch_size, step0, key, callback=None, bank=False
+    config,
+    state,
+    mean0,
+    hyper,
+    x,
+    y,
+    w,
+    batch_size,
+    step0,
+    key,
+    callback=None,
+    bank=False,
+    checked=False,
 ):
     """Learn from host (numpy) rows ``x, y, w`` in order, ``batch_size`` rows per update.
 
     Runs :func:`run_stream` (:func:`run_bank` with ``bank=True``) over the chunks of
     :func:`chunk_plan`, so the number of compiled programs stays bounded.
     ``callback(n_done, n_total)`` is called after each chunk (progress reporting).
+    ``checked=True`` (not with ``bank``) runs :func:`run_stream_checked` and adds its
+    flag for the final belief to the results.
 
     Returns
     -------
-    state, log_lik (n,), outputs (n, C), ok (T,)
+    state, log_lik (n,), outputs (n, C), ok (T,)[, sound]
         As :func:`run_stream`, with per-row outputs trimmed of padding; a bank adds a
-        leading K to each.
+        leading K to each. ``sound`` (a Python bool) with ``checked=True``.
     """
     n = x.shape[0]
     xs, ys, ws = to_steps(x, y, w, batch_size)
@@ -212,7 +237,8 @@ def stream(
     # A belief given as host (numpy) arrays stays on the host between chunks, so that every
     # chunk call passes the same argument types and hits the same cached program.
     on_host = all(isinstance(a, np.ndarray) for a in jax.tree_util.tree_leaves(state))
-    parts, start = [], 0
+    parts, start, sound = [], 0, True
+    program = run_bank if bank else run_stream_checked if checked else run_stream
     for length in chunk_plan(n_steps):
         pad = buffer_size(length) - length  # zero-weight steps the program does not run
         chunk = [
@@ -221,7 +247,7 @@ def stream(
             else a[start : start + length]
             for a in (xs, ys, ws)
         ]
-        state, log_lik, f, ok = (run_bank if bank else run_stream)(
+        state, log_lik, f, ok, *flag = program(
             config, state, mean0, hyper, *chunk, step0 + start, key, length
         )
         if on_host:
@@ -231,15 +257,18 @@ def stream(
             outs = tuple(np.moveaxis(np.asarray(a), 1, 0) for a in outs)
         parts.append(tuple(np.asarray(a)[:length] for a in outs))
         start += length
+        if flag:  # the belief after this chunk; the last one's is the call's
+            sound = bool(flag[0])
         if callback is not None:
             callback(start, n_steps)
+    extra = (sound,) if checked else ()
     if not parts:
         c = y.shape[1] if y.ndim == 2 else 1
-        return state, np.zeros(0, x.dtype), np.zeros((0, c), x.dtype), np.ones(0, bool)
+        return (state, np.zeros(0, x.dtype), np.zeros((0, c), x.dtype), np.ones(0, bool), *extra)
     log_lik, f, ok = (np.concatenate([p[i] for p in parts]) for i in range(3))
     if bank:  # filters first again: (K, n), (K, n, C), (K, T)
         log_lik, f, ok = (np.moveaxis(a, 1, 0) for a in (log_lik, f, ok))
     lead = log_lik.shape[: log_lik.ndim - 2]
     log_lik = log_lik.reshape(*lead, -1)[..., :n]
     f = f.reshape(*lead, n_steps * batch_size, -1)[..., :n, :]
-    return state, log_lik, f, ok
+    return (state, log_lik, f, ok, *extra)

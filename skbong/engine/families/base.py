@@ -53,6 +53,10 @@ class Family(NamedTuple):
     is_sound : callable ``state -> bool`` or None
         The in-graph acceptance test of a backtracked step when ``is_valid`` is not
         enough (the dense families: a Cholesky factorisation, O(P³)); ``None``: ``is_valid``.
+    end_check : callable ``state -> bool`` or None
+        ``host_check`` as a traced function, run on the final belief inside the stream
+        program itself (:func:`~skbong.engine.stream.run_stream_checked`), so that a call
+        pays one dispatch, not two; ``None``: the estimators run ``host_check`` on the host.
     """
 
     init: Callable
@@ -72,6 +76,7 @@ class Family(NamedTuple):
     state_type: type | None = None
     parametrisation: str = "natural"
     is_sound: Callable | None = None
+    end_check: Callable | None = None
 
     def acceptable(self, state):
         """Whether a (backtracked) step's result is a usable belief: ``is_valid`` and,

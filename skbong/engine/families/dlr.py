@@ -246,6 +246,7 @@ DLR = Family(
     hess_kind=None,
     state_type=DLRState,
     host_check=variances_positive,
+    end_check=lambda state: _min_variance(state.prec_diag, state.prec_lr) > 0,
     unsound="a precision too ill-conditioned for positive variances",
     memory=lambda p, r, itemsize: (2 + 3 * (r + 2)) * p * itemsize,  # μ, Υ, W and the step's P × (R + C) blocks
 )
