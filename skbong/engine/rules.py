@@ -69,6 +69,32 @@ def update(config, predicted, x, y, w, hyper, key):
     return jax.lax.fori_loop(0, n_steps, inner, predicted)
 
 
+def checks_before_writing(config):
+    """Whether the stream takes BONG's step through the family's ``checked_ngd``
+    (:class:`~.families.base.Family`): a one-step natural rule at unit rate without
+    backtracking, on a static belief without learned noise (those paths check the
+    written result with ``is_valid``)."""
+    family, _, rule, _ = config.impl
+    return (
+        family.checked_ngd is not None
+        and rule.natural
+        and rule.unit_rate
+        and not rule.kl
+        and not config.backtrack
+        and not config.dynamic
+        and not config.learn_noise
+    )
+
+
+def checked_update(config, state, x, y, w, hyper, key, keep, bound):
+    """:func:`update` for the configurations of :func:`checks_before_writing`: the same
+    estimate (key ``fold_in(key, 0)``) and step, returned as ``(state, ok, bound)`` with
+    the old belief kept where ``keep`` or the family's certificate is false."""
+    family, _, _, estimate = config.impl
+    g, curv = estimate(config, family, state, x, y, w, hyper.obs_var, jax.random.fold_in(key, 0))
+    return family.checked_ngd(state, g, curv, keep, bound)
+
+
 def _row_log_lik(config, mean, x, y, w, obs_var):
     """Σᵢ wᵢ log p(yᵢ | f(xᵢ, mean)): the batch's weighted log-likelihood at a mean."""
     log_prob = config.impl.likelihood.log_prob

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import noise as noise_lib
 from .curvature import output_jacobians
-from .rules import update
+from .rules import checked_update, checks_before_writing, update
 from .types import Hyper
 
 
@@ -33,17 +33,37 @@ def stream_step(config, state, mean0, hyper, x, y, w, key):
     plug-in noise ŝ = b / a, then the noise posterior takes the conjugate increment
     and the covariance is rescaled by ŝ' / ŝ (:mod:`.noise`).
     """
-    family, lik = config.impl.family, config.impl.likelihood
+    bound = _entry_bound(config, state)
+    state, out, _ = _checked_step(config, state, mean0, hyper, x, y, w, key, bound)
+    return state, out
+
+
+def _entry_bound(config, state):
+    """The running bound that a family's ``checked_ngd`` carries between steps (``None``
+    where the stream checks the written result instead)."""
+    if not checks_before_writing(config):
+        return None
+    return config.impl.family.entry_bound(state)
+
+
+def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
+    """:func:`stream_step` carrying the bound of :func:`_entry_bound`."""
+    family = config.impl.family
+    if bound is not None:
+        # the certificate decides validity before the belief is written (O(P) work, and
+        # the selection fuses into the update), no pass over the result is needed
+        active = jnp.any(w != 0)
+        f = config.model.apply(state.mean, x)
+        log_lik = _log_lik(config, family, state, None, x, y, f, hyper.obs_var)
+        new, ok, bound = checked_update(config, state, x, y, w, hyper, key, active, bound)
+        return new, (log_lik, f, ok | ~active), bound
     belief, noise = state if config.learn_noise else (state, None)
     if noise is not None:
         hyper = hyper._replace(obs_var=noise_lib.variance(noise))
     active = jnp.any(w != 0)  # all-zero weights are padding; a NaN weight is not (refused)
     predicted = family.predict(belief, mean0, hyper) if config.dynamic else belief
     f = config.model.apply(predicted.mean, x)
-    if config.evidence and lik.additive_noise:
-        log_lik = _gaussian_evidence(config, family, predicted, noise, x, y, f, hyper.obs_var)
-    else:
-        log_lik = jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, hyper.obs_var)
+    log_lik = _log_lik(config, family, predicted, noise, x, y, f, hyper.obs_var)
     new = update(config, predicted, x, y, w, hyper, key)
     if noise is not None:
         new_noise = noise_lib.update(
@@ -54,7 +74,15 @@ def stream_step(config, state, mean0, hyper, x, y, w, key):
         new = (new, new_noise)
     else:
         ok = family.is_valid(new)
-    return _select(active & ok, new, state), (log_lik, f, ok | ~active)
+    return _select(active & ok, new, state), (log_lik, f, ok | ~active), bound
+
+
+def _log_lik(config, family, predicted, noise, x, y, f, obs_var):
+    """The prequential log-likelihood of each row (see :func:`_run_stream`)."""
+    lik = config.impl.likelihood
+    if config.evidence and lik.additive_noise:
+        return _gaussian_evidence(config, family, predicted, noise, x, y, f, obs_var)
+    return jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, obs_var)
 
 
 def _gaussian_evidence(config, family, predicted, noise, x, y, f, obs_var):
@@ -120,15 +148,16 @@ def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None
     outputs = (jnp.zeros(ws.shape, dtype), jnp.zeros(ys.shape, dtype), jnp.ones(n_steps, bool))
 
     def body(t, carry):
-        belief, (log_lik, f, ok) = carry
+        belief, bound, (log_lik, f, ok) = carry
         step_key = jax.random.fold_in(key, step0 + t)
-        belief, (ll, ft, okt) = stream_step(
-            config, belief, mean0, hyper, xs[t], ys[t], ws[t], step_key
+        belief, (ll, ft, okt), bound = _checked_step(
+            config, belief, mean0, hyper, xs[t], ys[t], ws[t], step_key, bound
         )
-        return belief, (log_lik.at[t].set(ll), f.at[t].set(ft), ok.at[t].set(okt))
+        return belief, bound, (log_lik.at[t].set(ll), f.at[t].set(ft), ok.at[t].set(okt))
 
     stop = n_steps if length is None else jnp.minimum(length, n_steps)
-    state, (log_lik, f, ok) = jax.lax.fori_loop(0, stop, body, (state, outputs))
+    carry = (state, _entry_bound(config, state), outputs)
+    state, _, (log_lik, f, ok) = jax.lax.fori_loop(0, stop, body, carry)
     return state, log_lik, f, ok
 
 

@@ -57,6 +57,15 @@ class Family(NamedTuple):
         ``host_check`` as a traced function, run on the final belief inside the stream
         program itself (:func:`~skbong.engine.stream.run_stream_checked`), so that a call
         pays one dispatch, not two; ``None``: the estimators run ``host_check`` on the host.
+    checked_ngd : callable or None
+        ``(state, g, curv, keep, bound) -> (state, ok, bound)``: BONG's step (α = 1, no
+        prior) that decides, before writing the new belief, whether it would pass
+        ``is_valid`` (a certificate from O(P k) quantities and the running bound
+        ``bound`` ≥ max |covariance entry|), and returns the new belief where ``keep &
+        ok``, the old one elsewhere, so that no pass over a P × P result is needed to
+        check or select it. ``None``: the stream checks ``is_valid`` on the result.
+    entry_bound : callable ``state -> scalar`` or None
+        The initial ``bound`` of ``checked_ngd`` (max |Σᵢⱼ|, once per stream call).
     """
 
     init: Callable
@@ -77,6 +86,8 @@ class Family(NamedTuple):
     parametrisation: str = "natural"
     is_sound: Callable | None = None
     end_check: Callable | None = None
+    checked_ngd: Callable | None = None
+    entry_bound: Callable | None = None
 
     def acceptable(self, state):
         """Whether a (backtracked) step's result is a usable belief: ``is_valid`` and,

@@ -9,8 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
 
-from ..linalg import cholesky, spd_inverse, sym, woodbury_lowrank_downdate
+from ..linalg import cholesky, spd_inverse, sym, unit_chol_inverse, woodbury_lowrank_downdate
+from ..types import gradient_split
 from . import gaussian as gs
+from .base import finite_and_positive
 
 
 def _explicit(curv):
@@ -62,6 +64,73 @@ def is_spd(cov):
     return info == 0 and bool(np.all(np.isfinite(np.diagonal(chol))))
 
 
+def entry_bound(state):
+    """max |Σᵢⱼ|: the starting value of :func:`checked_ngd`'s running bound."""
+    return jnp.max(jnp.abs(state.cov))
+
+
+def checked_ngd(state, g, curv, keep, bound):
+    """BONG's natural step (α = 1, no prior) with its validity decided before Σ' is
+    written; ``(state, ok, bound)`` as :attr:`~.base.Family.checked_ngd` describes.
+
+    With one curvature column b (G = −b bᵀ, one output row per step), Woodbury
+    (eqs. 122–124) is the rank-one downdate Σ' = Σ − h hᵀ, h = Σ b / √(1 + bᵀ Σ b), and
+    μ' = μ + Σ' g with g = b u + r (push-through: Σ' b = h / √(1 + bᵀ Σ b)). The new
+    belief passes ``is_valid`` (finite μ', finite Σ', positive diag Σ') if
+
+    * μ' is finite;
+    * dᵢ = Σᵢᵢ − fl(hᵢ²) > ε Σᵢᵢ + 4 τ (τ the smallest normal number): then the
+      kernel's Σ'ᵢᵢ, fl(Σᵢᵢ − fl(hᵢ hᵢ)) or its fused multiply-add, is ≥ τ > 0 however
+      either of them is contracted (the exact Σᵢᵢ − hᵢ² and Σᵢᵢ − fl(hᵢ²) are both
+      > τ); this refuses, beyond what ``is_valid`` refuses, only a variance left
+      with less than about two ulps of its old value;
+    * b' = (b + c² ‖Σb‖² (1 + (P + 8) ε)) (1 + 4ε) ≤ M / 2 (M the largest float,
+      c = 1 / √(1 + bᵀ Σ b)), where b ≥ max |Σᵢⱼ|: every |fl(hᵢ hⱼ)| ≤ max hᵢ² (1 + u)³
+      ≤ c² ‖Σb‖² (1 + u)³, and the (P + 8) ε covers the rounding of the computed
+      ‖Σb‖² and c² (u = ε / 2), so b' ≥ max |Σ'ᵢⱼ| and every entry of Σ' is finite.
+      b' is carried to the next step (the stream's loop); it grows by about ‖h‖² <
+      tr Σ per accepted step and is recomputed exactly by :func:`entry_bound` at each
+      stream call.
+
+    All of it is O(P); the selection between Σ' and Σ fuses into the kernel that writes
+    Σ − h hᵀ, so the step makes one pass over Σ besides its product Σ b. Where the
+    curvature has k ≠ 1 columns, the step is the generic one followed by ``is_valid``.
+    """
+    if curv.factor is None or curv.factor.shape[1] != 1:
+        new = gs.natural_ngd(ALGEBRA, state, None, g, curv, 1.0)
+        ok = _is_valid(new)
+        return _keep(keep & ok, new, state), ok, bound
+    cov, dtype = state.cov, state.cov.dtype
+    coef, rest = gradient_split(g, curv)
+    b = curv.factor[:, 0]
+    # two matrix-vector products: XLA:CPU runs Σ [b, r] (P × 2) 3× slower at P = 100
+    # and 5× slower at P = 10 (1.93 against 1.23 µs, 0.57 against 0.11 µs per step)
+    sb, cov_rest = cov @ b, cov @ rest
+    # the three scalar products in one reduction: bᵀΣb, rᵀΣb, ‖Σb‖²
+    quad = jnp.sum(jnp.stack([b, rest, sb]) * sb, axis=1)
+    inv_root = unit_chol_inverse((1.0 + quad[0])[None, None])[0, 0]  # NaN on overflow
+    h = inv_root * sb
+    mean = state.mean + cov_rest + h * (inv_root * coef[0] - inv_root * quad[1])
+    info = jnp.finfo(dtype)
+    h2 = h * h
+    diag = ALGEBRA.diagonal(cov)
+    # ≥ Σᵢ fl(hᵢ)² from ‖Σb‖²: (P + 8) ε covers the rounding of the sum and of h
+    growth = inv_root * inv_root * quad[2] * (1 + (b.shape[0] + 8) * info.eps)
+    new_bound = (bound + growth) * (1 + 4 * info.eps)
+    ok = finite_and_positive(
+        (mean,), positive=((diag - h2) - (info.eps * diag + 4 * info.tiny),)
+    ) & (new_bound <= 0.5 * info.max)
+    take = keep & ok
+    new = gs.MeanCov(
+        jnp.where(take, mean, state.mean), jnp.where(take, cov - jnp.outer(h, h), cov)
+    )
+    return new, ok, jnp.where(take, new_bound, bound)
+
+
+def _keep(flag, new, old):
+    return gs.MeanCov(*(jnp.where(flag, a, b) for a, b in zip(new, old)))
+
+
 def _family(parametrisation, advice=""):
     return gs.make_family(
         ALGEBRA,
@@ -75,6 +144,11 @@ def _family(parametrisation, advice=""):
         memory=lambda p, r, itemsize: 4 * p * p * itemsize,  # Σ, its update, two temporaries
         advice=advice,
         is_sound=_cholesky_succeeds,
+        **(
+            dict(checked_ngd=checked_ngd, entry_bound=entry_bound)
+            if parametrisation == "natural"
+            else {}
+        ),
     )
 
 
@@ -84,5 +158,6 @@ def _cholesky_succeeds(state):
     return jnp.all(jnp.isfinite(jnp.linalg.cholesky(cov)))
 
 
+_is_valid = gs._is_valid(ALGEBRA)
 FULL = _family("natural")
 FULL_MOMENT = _family("moment", gs.moment_advice("full_moment", "full"))
