@@ -175,6 +175,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             dynamic=bool(self.drift != 1.0 or self.process_noise != 0.0),
             learn_noise=self._learns_noise(),
             noise_discount=self._noise_discount(model) if self._learns_noise() else 1.0,
+            noise_coupled=self._noise_coupled(model) if self._learns_noise() else True,
             evidence=self._is_bank(),
         )
 
@@ -189,6 +190,11 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
     def _noise_discount(self, model):
         """δ of the learned noise for this engine model (regressor hook)."""
         return 1.0
+
+    def _noise_coupled(self, model):
+        """Whether the learned noise keeps the coupled (normal–inverse-gamma) belief for
+        this engine model (regressor hook)."""
+        return True
 
     def _prior_variances(self, config, stationary=False):
         """Prior variance of every parameter, (P,) numpy in float64 (the model's fan-in

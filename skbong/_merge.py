@@ -181,8 +181,9 @@ def merge_posteriors(estimators):
       Υ + [W₁ … W_K][W₁ … W_K]ᵀ, then projected back to rank R with the family's own
       projection (the top R directions, the rest of the diagonal kept in Υ); exact when
       R ≥ P, an approximation otherwise.
-    * Learned noise (``obs_variance="auto"``, one output, ``noise_discount=1``): the
-      normal–inverse-gamma posterior merges exactly, its rate b through each shard's
+    * Learned noise (``obs_variance="auto"``, one output, ``noise_discount=1``, the
+      coupled ``noise_posterior="conjugate"``, which ``"auto"`` is for the linear model
+      only): the normal–inverse-gamma posterior merges exactly, its rate b through each shard's
       sufficient statistic yᵀy recovered from bₖ, μₖ and Vₖ.
     * Prior bank (``prior_variance="auto"``): each filter merges with its own prior, and
       the weights through the exact log marginal likelihood of all rows, for the
@@ -192,7 +193,9 @@ def merge_posteriors(estimators):
     ``predictive_samples``, ``on_error``, ``verbose``, ``random_state``), inputs,
     classes or prior means; ``drift`` < 1 or ``process_noise`` > 0, and
     ``noise_discount`` < 1, whose posteriors depend on the time order of the rows; the
-    learned noise of several outputs; a prior bank whose weights cannot merge exactly.
+    factorised learned noise (``noise_posterior="factorised"``, the default for networks),
+    whose covariance is not Σ = ŝ V; the learned noise of several outputs; a prior bank
+    whose weights cannot merge exactly.
 
     Parameters
     ----------

@@ -102,6 +102,14 @@ def check_mergeable(est, config):
             "the noise evidence of older rows, so it depends on their time order; use "
             "noise_discount=1 (the exact conjugate update) or a fixed obs_variance"
         )
+    if config.learn_noise and not config.noise_coupled:
+        raise ValueError(
+            f"cannot merge the learned noise with noise_posterior={est.noise_posterior!r} "
+            "('auto' is 'factorised' for networks and user models): the merge adds the shard "
+            "updates in the units of the noise, V = Σ / ŝ, which is the belief only when it is "
+            "coupled to the noise (the normal–inverse-gamma Σ = ŝ V); use "
+            "noise_posterior='conjugate' with noise_discount=1, or a fixed obs_variance"
+        )
     if config.learn_noise and config.model.n_outputs > 1:
         raise ValueError(
             f"cannot merge the learned noise of {config.model.n_outputs} outputs: the engine "

@@ -279,6 +279,12 @@ def _never_computed(n=10):
         (dict(process_noise=1e-3), Y, r"process_noise=0\.001.*time order matters"),
         (dict(noise_discount=0.99), Y, r"noise_discount=0\.99.*time order"),
         (dict(hidden_layer_sizes=(3,)), Y, r"noise_discount='auto'.*0\.99 for networks"),
+        (
+            dict(hidden_layer_sizes=(3,), noise_discount=1.0),
+            Y,
+            r"noise_posterior='auto'.*'factorised' for networks",
+        ),
+        (dict(noise_posterior="factorised"), Y, r"noise_posterior='factorised'.*Σ = ŝ V"),
         (dict(prior_variance="auto", family="dlr", rank=2), Y, r"'auto'.*rank=2 < P=4"),
         (dict(prior_variance="auto", family="diag"), Y, r"'auto'.*family='diag' is not exact"),
         (dict(prior_variance="auto", hessian="lin_ef"), Y, r"'auto'.*hessian='lin_ef'"),
@@ -418,3 +424,15 @@ def test_fit_partitions_on_a_dask_dataframe():
     fitted = fit_partitions(_reg(family="full"), frame[list("abc")], frame["y"])
     _check_nig(fitted)
     assert list(fitted.feature_names_in_) == list("abc")
+
+
+def test_network_learned_noise_merges_only_when_coupled():
+    """A network's learned noise is factorised by default, which has no Σ = ŝ V to merge
+    in; with noise_posterior="conjugate" (and no discount) its shards merge."""
+    net = dict(hidden_layer_sizes=(3,), family="full", noise_discount=1.0, random_state=0)
+    shards = [_reg(**net).fit(X[:20], Y[:20]), _reg(**net).fit(X[20:], Y[20:])]
+    with pytest.raises(ValueError, match=r"noise_posterior='auto'"):
+        merge_posteriors(shards)
+    coupled = [clone(s).set_params(noise_posterior="conjugate") for s in shards]
+    merged = merge_posteriors([coupled[0].fit(X[:20], Y[:20]), coupled[1].fit(X[20:], Y[20:])])
+    assert np.isfinite(merged.obs_variance_).all() and merged.noise_dof_[0] > shards[0].noise_dof_[0]

@@ -286,3 +286,136 @@ def test_bank_predictive_is_the_mixture():
 def _loc_scale(est, X):
     mean, V_scale = est._mixture(X, "linmc")[1:3]
     return mean[0, :, 0], np.sqrt(V_scale[0, :, 0])
+
+
+# ---------------------------------------------------------------- the factorised belief
+# noise_posterior="factorised" (the default for networks and user models): the variational-
+# Bayes adaptive Kalman filter's q(θ) q(σ²), whose covariance the noise never rescales.
+
+
+def _tanh_init(key, n_features, n_outputs):  # a fixed prior mean, not drawn from the key
+    return np.array([0.3, 0.8, -0.5, 0.7])
+
+
+def _tanh_apply(theta, X):
+    """f(θ, x) = θ₀ + θ₁ tanh(θ₂ x₁ + θ₃ x₂): nonlinear in θ, P = 4."""
+    import jax.numpy as jnp
+
+    return (theta[0] + theta[1] * jnp.tanh(theta[2] * X[:, 0] + theta[3] * X[:, 1]))[:, None]
+
+
+def _tanh_f_jac(theta, x):
+    """f and its gradient in θ at one row, by hand."""
+    t = np.tanh(theta[2] * x[0] + theta[3] * x[1])
+    dt = theta[1] * (1 - t * t)
+    return theta[0] + theta[1] * t, np.array([1.0, t, dt * x[0], dt * x[1]])
+
+
+def _linear_f_jac(theta, x):
+    h = np.r_[x, 1.0]
+    return h @ theta, h
+
+
+def factorised_filter(X, y, f_jac, mean, cov, delta, a0=1.0, b0=1.0):
+    """The factorised noise-adaptive EKF row by row, written from the recursion (Särkkä &
+    Nummenmaa 2009, with the rate increment of skbong.engine.noise): the EKF step at
+    R = b / a, Σ not rescaled, then a ← δ a + 1/2, b ← δ b + max(e e', 0) / 2 with e and
+    e' the residuals at the mean before and after the step."""
+    a, b = a0, b0
+    for x, t in zip(X, y):
+        f, j = f_jac(mean, x)
+        r = b / a
+        s = j @ cov @ j + r
+        gain = cov @ j / s
+        mean, cov = mean + gain * (t - f), cov - np.outer(gain, j @ cov)
+        e_post = t - f_jac(mean, x)[0]
+        a, b = delta * a + 0.5, delta * b + 0.5 * max((t - f) * e_post, 0.0)
+    return mean, cov, a, b
+
+
+def _tanh_data(n=30, seed=13):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = 0.5 + 1.5 * np.tanh(1.2 * X[:, 0] - 0.4 * X[:, 1]) + 0.2 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("delta", [1.0, 0.95])
+def test_factorised_equals_the_vb_adaptive_filter_on_a_nonlinear_model(delta):
+    X, y = _tanh_data()
+    mean, cov, a, b = factorised_filter(
+        X, y, _tanh_f_jac, _tanh_init(None, 2, 1), PRIOR_VAR * np.eye(4), delta
+    )
+    kw = dict(model=(_tanh_init, _tanh_apply), noise_discount=delta)
+    est = _reg(**kw).fit(X, y)  # "auto" is factorised for a user model
+    row = _reg(**kw)  # one row per call, pickled in the middle
+    for i in range(len(y)):
+        row.partial_fit(X[i : i + 1], y[i : i + 1])
+        if i == 11:
+            row = pickle.loads(pickle.dumps(row))
+    for e in (est, row):
+        np.testing.assert_allclose(e.posterior_mean_, mean, rtol=1e-10)
+        np.testing.assert_allclose(e.posterior_var_, np.diag(cov), rtol=1e-10)
+        np.testing.assert_allclose(e.obs_variance_, [b / a], rtol=1e-10)
+        np.testing.assert_allclose(e.noise_dof_, [2 * a], rtol=1e-10)
+    # the predictive: Student-t with 2a dof, squared scale J Σ Jᵀ + b / a
+    Xt, yt = _tanh_data(n=5, seed=14)
+    loc, jac = np.array([_tanh_f_jac(mean, x)[0] for x in Xt]), np.array(
+        [_tanh_f_jac(mean, x)[1] for x in Xt]
+    )
+    scale = np.sqrt(np.einsum("np,pq,nq->n", jac, cov, jac) + b / a)
+    ref = scipy.stats.t(2 * a, loc=loc, scale=scale)
+    np.testing.assert_allclose(est.predict_logpdf(Xt, yt), ref.logpdf(yt), rtol=1e-10)
+    # the coupled belief on the same model is another posterior
+    coupled = _reg(noise_posterior="conjugate", **kw).fit(X, y)
+    assert not np.allclose(coupled.posterior_var_, np.diag(cov), rtol=1e-3)
+
+
+def test_factorised_linear_model_is_the_kalman_filter_at_the_learned_noise():
+    X, y = _data(seed=15)
+    prior = np.diag(np.r_[np.full(X.shape[1], PRIOR_VAR), OUTPUT_BIAS_VARIANCE])
+    mean, cov, a, b = factorised_filter(X, y, _linear_f_jac, np.zeros(4), prior, 1.0)
+    est = _reg(noise_posterior="factorised", batch_size=1).fit(X, y)
+    np.testing.assert_allclose(est.coef_, mean[:-1], rtol=1e-10)
+    np.testing.assert_allclose(est.intercept_, mean[-1], rtol=1e-10)
+    np.testing.assert_allclose(est.posterior_var_, np.diag(cov), rtol=1e-10)
+    np.testing.assert_allclose(est.obs_variance_, [b / a], rtol=1e-10)
+    # not the NIG posterior: its covariance is (b / a) V
+    _, V, a_nig, b_nig = nig_posterior(X, y)
+    np.testing.assert_allclose([a], [a_nig], rtol=RTOL)
+    assert not np.allclose(est.posterior_var_, b_nig / a_nig * np.diag(V), rtol=1e-3)
+
+
+def test_noise_posterior_auto_is_conjugate_for_the_linear_model_only():
+    X, y = _data(seed=16)
+    net = dict(family="diag", hidden_layer_sizes=(3,))
+
+    def fitted(**kw):
+        est = _reg(**kw).fit(X, y)
+        return np.r_[est.posterior_mean_, est.posterior_var_, est.obs_variance_]
+
+    np.testing.assert_array_equal(fitted(), fitted(noise_posterior="conjugate"))
+    assert not np.allclose(fitted(), fitted(noise_posterior="factorised"), rtol=1e-3)
+    np.testing.assert_array_equal(fitted(**net), fitted(noise_posterior="factorised", **net))
+    assert not np.allclose(fitted(**net), fitted(noise_posterior="conjugate", **net), rtol=1e-3)
+    user = dict(model=(_tanh_init, _tanh_apply))
+    np.testing.assert_array_equal(fitted(**user), fitted(noise_posterior="factorised", **user))
+    # a fixed noise ignores it; an unknown value is refused
+    np.testing.assert_array_equal(
+        fitted(obs_variance=0.3, **net), fitted(obs_variance=0.3, noise_posterior="conjugate", **net)
+    )
+    with pytest.raises(ValueError, match="noise_posterior"):
+        _reg(noise_posterior="coupled").fit(X, y)
+
+
+def test_noise_posterior_set_params_takes_effect_from_the_next_update():
+    X, y = _data(seed=17)
+    est = _reg(noise_posterior="factorised").fit(X[:20], y[:20])
+    est.set_params(noise_posterior="conjugate").partial_fit(X[20:21], y[20:21])
+    ref = _reg(noise_posterior="factorised").fit(X[:20], y[:20])
+    before = ref.obs_variance_[0]
+    ref.partial_fit(X[20:21], y[20:21])
+    ratio = est.obs_variance_[0] / before
+    # the same noise update; the conjugate step rescales the covariance by ŝ' / ŝ
+    np.testing.assert_allclose(est.obs_variance_, ref.obs_variance_, rtol=1e-12)
+    np.testing.assert_allclose(est.posterior_var_, ratio * ref.posterior_var_, rtol=1e-10)

@@ -31,7 +31,8 @@ def stream_step(config, state, mean0, hyper, x, y, w, key):
 
     With ``config.learn_noise`` the state is ``(belief, noise)``: the update uses the
     plug-in noise ŝ = b / a, then the noise posterior takes the conjugate increment
-    and the covariance is rescaled by ŝ' / ŝ (:mod:`.noise`).
+    and, with ``config.noise_coupled``, the covariance is rescaled by ŝ' / ŝ
+    (:mod:`.noise`).
     """
     bound = _entry_bound(config, state)
     state, out, _ = _checked_step(config, state, mean0, hyper, x, y, w, key, bound)
@@ -69,7 +70,8 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
         new_noise = noise_lib.update(
             noise, y, f, config.model.apply(new.mean, x), w, config.noise_discount
         )
-        new = family.scale(new, noise_lib.covariance_ratio(noise, new_noise))
+        if config.noise_coupled:  # Σ = ŝ V: the factorised belief keeps Σ as it is
+            new = family.scale(new, noise_lib.covariance_ratio(noise, new_noise))
         ok = family.is_valid(new) & noise_lib.is_valid(new_noise)
         new = (new, new_noise)
     else:

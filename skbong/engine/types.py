@@ -84,6 +84,12 @@ class Config:
     noise_discount : float
         δ ∈ (0, 1], the discount of the learned noise's old evidence per step
         (:mod:`.noise`); 1 is the conjugate update. Used only with ``learn_noise``.
+    noise_coupled : bool
+        With ``learn_noise``: ``True`` keeps the normal–inverse-gamma coupling
+        θ | σ² ~ N(μ, σ² V), the covariance rescaled by ŝ' / ŝ after each step (exact for
+        the linear model); ``False`` keeps the factorised belief q(θ) q(σ²) of the
+        variational-Bayes adaptive Kalman filter, whose covariance the noise never
+        rescales (:mod:`.noise`, "Coupled or factorised").
     backtrack : int
         Step halvings allowed per (inner) step: where a step would leave an invalid
         belief (non-finite, a non-positive variance, or for the dense families a
@@ -107,6 +113,7 @@ class Config:
     dynamic: bool = False
     learn_noise: bool = False
     noise_discount: float = 1.0
+    noise_coupled: bool = True
     evidence: bool = False
     backtrack: int = 0
 
@@ -122,6 +129,8 @@ class Config:
             raise ValueError(
                 f"noise_discount must be a float in (0, 1], got {self.noise_discount!r}"
             )
+        if not isinstance(self.noise_coupled, bool):
+            raise ValueError(f"noise_coupled must be a bool, got {self.noise_coupled!r}")
         if self.learn_noise and not self.impl.likelihood.additive_noise:
             raise ValueError(
                 f"learn_noise applies to a likelihood with additive Gaussian noise, "
