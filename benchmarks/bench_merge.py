@@ -22,7 +22,8 @@ Three parts (doc/user_guide/scaling_out.rst reports them):
    standardised) and a covtype-like synthetic set (54 inputs: 10 continuous,
    standardised, and 4 + 40 one-hot, left as they are; 7 imbalanced classes); regression (``--data-dir``): test NLL, 90 % interval coverage and RMSE, linear
    (conjugate: merged = sequential) and MLP(50) with the learned noise at
-   ``noise_discount=1`` (a discounted noise cannot be merged).
+   ``noise_discount=1`` and ``noise_posterior="conjugate"`` (a discounted or factorised
+   noise cannot be merged).
 
 The machine is shared: the load average is printed with every table.
 
@@ -283,7 +284,8 @@ def quality_classification(seeds, shards, quick):
 def quality_uci(data_dir, seeds, shards):
     models = {
         "linear (full)": dict(family="full"),
-        "MLP(50) (dlr-10)": dict(hidden_layer_sizes=(50,), noise_discount=1.0),
+        "MLP(50) (dlr-10)": dict(hidden_layer_sizes=(50,), noise_discount=1.0,
+                                 noise_posterior="conjugate"),
     }
     rows = []
     for name in UCI:

@@ -302,7 +302,8 @@ class RegressorFace:
         draws of a set of rows are exactly the posterior of f, N(f(x, μ), J Σ Jᵀ); with
         ``prior_variance="auto"`` each draw comes from one filter of the bank, chosen
         with its weight. With the learned noise θ is drawn from the Gaussian belief q
-        (its covariance at the plug-in noise ``obs_variance_``), so the draws do not
+        (with the coupled ``noise_posterior``, its covariance at the plug-in noise
+        ``obs_variance_``), so the draws do not
         carry the Student-t factor ν / (ν − 2) that ``predict`` applies to J Σ Jᵀ.
 
         Parameters

@@ -87,7 +87,8 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation
         distribution at any width) and hidden biases σ₀²; output biases (intercepts)
         get a broad prior of their own, variance 100 (in units of the noise variance
-        when it is learned, so raw-scale targets work). ``"auto"`` runs a bank of
+        when it is learned with ``noise_posterior="conjugate"``, the linear model's
+        default, so raw-scale targets work). ``"auto"`` runs a bank of
         filters over σ₀² ∈ {10⁻³, …, 10³} in one compiled program, weighted by their
         online evidence (for the linear model, the exact marginal likelihood; for networks
         discounted by 0.99 per row, so that it follows the model as it is now), and

@@ -19,8 +19,8 @@ from jax.flatten_util import ravel_pytree
 OUTPUT_BIAS_VARIANCE = 100.0
 """Prior variance of the output biases (the intercepts) of a regression model, whatever
 ``prior_variance``: a broad prior of their own, so that a target far from zero costs the
-weights nothing. (With the learned noise it is in units of the noise variance, see
-:mod:`.noise`, so raw-scale targets work.) Classifiers' logits have no raw scale: their
+weights nothing. (With the coupled learned noise, the linear model's default, it is in
+units of the noise variance, see :mod:`.noise`, so raw-scale targets work.) Classifiers' logits have no raw scale: their
 biases keep σ₀²."""
 
 ACTIVATIONS = {

@@ -23,9 +23,7 @@ are the linearised (EKF-style) version of the conjugate update; a negative e e' 
 overshooting nonlinear step) adds nothing; the sum over a mini-batch's rows is clamped, not
 its terms.
 
-Coupled or factorised
----------------------
-The coupling θ | σ² ~ N(μ, σ² V) puts the *prior* in units of the noise too: after n
+*Coupled or factorised.* The coupling θ | σ² ~ N(μ, σ² V) puts the *prior* in units of the noise too: after n
 rows every direction the data have not reached still has variance ŝₙ σ₀², not σ₀². For
 the linear model that is the conjugate prior, and the evidence (the bank of prior
 variances) absorbs the scale. For a network started at ŝ₀ = 1 on standardised targets the

@@ -89,7 +89,7 @@ class Config:
         θ | σ² ~ N(μ, σ² V), the covariance rescaled by ŝ' / ŝ after each step (exact for
         the linear model); ``False`` keeps the factorised belief q(θ) q(σ²) of the
         variational-Bayes adaptive Kalman filter, whose covariance the noise never
-        rescales (:mod:`.noise`, "Coupled or factorised").
+        rescales (:mod:`.noise`, "coupled or factorised").
     backtrack : int
         Step halvings allowed per (inner) step: where a step would leave an invalid
         belief (non-finite, a non-positive variance, or for the dense families a
