@@ -16,6 +16,7 @@ repeated rows.
 """
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -419,3 +420,20 @@ def test_noise_posterior_set_params_takes_effect_from_the_next_update():
     # the same noise update; the conjugate step rescales the covariance by ŝ' / ŝ
     np.testing.assert_allclose(est.obs_variance_, ref.obs_variance_, rtol=1e-12)
     np.testing.assert_allclose(est.posterior_var_, ratio * ref.posterior_var_, rtol=1e-10)
+
+
+def test_factorised_network_warns_on_raw_scale_targets():
+    """A network's factorised learned noise keeps its prior in the units of y, so raw
+    targets (|y| ≫ 10) fit poorly: the first call says so and names the remedies; the
+    coupled belief, the linear model and standardised targets do not warn."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=30)
+    net = dict(hidden_layer_sizes=(4,), random_state=0)
+    with pytest.warns(UserWarning, match=r"\|y\| = 1e\+03.*noise_posterior='conjugate'"):
+        BongRegressor(**net).fit(X, 1000.0 + y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        BongRegressor(**net).fit(X, y)
+        BongRegressor(**net, noise_posterior="conjugate").fit(X, 1000.0 + y)
+        BongRegressor(random_state=0).fit(X, 1000.0 + y)

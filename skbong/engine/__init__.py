@@ -33,6 +33,7 @@ from .stream import (
     chunk_plan,
     run_bank,
     run_stream,
+    run_stream_checked,
     stream,
     stream_step,
 )
@@ -125,6 +126,7 @@ __all__ = [
     "predict_moments",
     "run_bank",
     "run_stream",
+    "run_stream_checked",
     "sample_outputs",
     "stream",
     "stream_step",
