@@ -1,12 +1,15 @@
-"""Single-row ``partial_fit`` latency and the cold first ``fit``.
+"""Single-row call latency and the cold first ``fit``.
 
-* Latency: ``BongRegressor().partial_fit`` on one row (default configuration: linear
-  model, ``dlr`` rank 10, float32), warm, next to ``SGDRegressor.partial_fit`` on one
-  row, interleaved in the same run so that both see the same machine load. Per-call
-  minimum and median of many calls.
+* Latency: ``partial_fit``, ``predict`` (with and without ``return_std``) and
+  ``predict_proba`` of default ``BongRegressor`` / ``BongClassifier`` (linear model,
+  ``dlr`` rank 10, float32, 10 features) on one row, warm, each next to the same call of
+  ``SGDRegressor`` / ``SGDClassifier(loss="log_loss")``, interleaved call by call so that
+  both see the same machine load. Medians of many calls and their ratio.
 * Cold fit: a fresh Python process imports skbong and fits a default
   ``BongClassifier`` on 1,000 rows (compilation included); the import is timed
-  separately. Fresh processes are needed because JAX caches compiled programs.
+  separately, and the fit again with the persistent compilation cache
+  (:func:`skbong.enable_compilation_cache`), in the process that fills it and in the next.
+  Fresh processes are needed because JAX caches compiled programs.
 
 Usage: ``python benchmarks/bench_latency.py [--quick] [--out FILE]``
 """
@@ -33,15 +36,24 @@ COLD = textwrap.dedent(
     X = rng.normal(size=(1000, {d}))
     y = {labels}
     t0 = time.perf_counter()
+    import skbong
+    tp = time.perf_counter()
+    if {cache!r}:
+        skbong.enable_compilation_cache({cache!r})
     from skbong import BongClassifier
     t1, c1 = time.perf_counter(), cpu()
     clf = BongClassifier(random_state=0).fit(X, y)
     t2, c2 = time.perf_counter(), cpu()
     clf.fit(X, y)
     t3 = time.perf_counter()
-    print(json.dumps(dict(import_s=t1 - t0, cold_fit_s=t2 - t1, cold_fit_cpu_s=c2 - c1,
-                          warm_fit_s=t3 - t2)))
+    print(json.dumps(dict(import_pkg_s=tp - t0, import_s=t1 - t0, cold_fit_s=t2 - t1,
+                          cold_fit_cpu_s=c2 - c1, warm_fit_s=t3 - t2)))
     """
+)
+
+SKLEARN_IMPORT = (
+    "import time; t = time.perf_counter(); from sklearn.linear_model import SGDClassifier; "
+    "print(time.perf_counter() - t)"
 )
 
 COLD_CASES = {
@@ -50,19 +62,37 @@ COLD_CASES = {
 }
 
 
+def _fresh(code):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    return out.stdout.strip().splitlines()[-1]
+
+
 def cold_fit(repeats):
+    """Each case in fresh processes: without a compilation cache; then with
+    :func:`skbong.enable_compilation_cache` on a new directory (first process fills it)
+    and again (the second process loads every program). Best of ``repeats``."""
+    import tempfile
+
     src = os.environ.get("SKBONG_SRC", str(ROOT.parent))
     rows = []
+    sk = min(float(_fresh(SKLEARN_IMPORT)) for _ in range(repeats))
     for name, spec in COLD_CASES.items():
-        runs = []
-        for _ in range(repeats):
-            code = COLD.format(src=src, **spec)
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                 check=True)
-            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        best = min(runs, key=lambda r: r["cold_fit_s"])
-        rows.append({"case": name, **best, "target_s": 2.0, "met": best["cold_fit_s"] <= 2.0})
-        print(f"  cold fit {name}: {best}", flush=True)
+        for mode in ("no cache", "cache, first process", "cache, second process"):
+            runs = []
+            for _ in range(repeats):
+                cache = ""
+                if mode != "no cache":
+                    if mode == "cache, first process" or not runs:
+                        tmp = tempfile.mkdtemp(prefix="skbong-bench-cache-")
+                        if mode == "cache, second process":
+                            _fresh(COLD.format(src=src, cache=tmp, **spec))  # fill it
+                    cache = tmp
+                runs.append(json.loads(_fresh(COLD.format(src=src, cache=cache, **spec))))
+            best = min(runs, key=lambda r: r["cold_fit_s"])
+            rows.append({"case": name, "mode": mode, **best, "sklearn_import_s": sk,
+                         "target_s": 2.0, "met": best["cold_fit_s"] <= 2.0})
+            print(f"  cold fit {name}, {mode}: {best}", flush=True)
     return rows
 
 
@@ -177,10 +207,11 @@ def main():
     print("\n".join(profile.splitlines()[:45]))
     print("\n== cold first fit of a default BongClassifier, 1,000 rows (fresh process) ==")
     out["cold_fit"] = cold_fit(1 if args.quick else 3)
-    table(out["cold_fit"], ["case", "import_s", "cold_fit_s", "cold_fit_cpu_s", "warm_fit_s",
-                            "target_s", "met"],
-          {c: "{:.3f}" for c in ("import_s", "cold_fit_s", "cold_fit_cpu_s", "warm_fit_s",
-                                 "target_s")})
+    cols = ["import_pkg_s", "import_s", "sklearn_import_s", "cold_fit_s", "cold_fit_cpu_s",
+            "warm_fit_s"]
+    print("import_pkg_s: `import skbong`; import_s: `from skbong import BongClassifier`; "
+          "sklearn_import_s: `from sklearn.linear_model import SGDClassifier` (fresh process)")
+    table(out["cold_fit"], ["case", "mode", *cols, "met"], {c: "{:.3f}" for c in cols})
     if has_gpu():
         print("\n(GPU present: the latency above ran on the default device, "
               f"{__import__('jax').devices()[0]})")
