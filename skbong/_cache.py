@@ -49,7 +49,7 @@ def enable_compilation_cache(directory=None):
 
     In a fresh process the first ``fit`` of a configuration that any earlier process
     compiled loads its program instead of compiling it (measured in
-    ``benchmarks/bench_latency.py``, :ref:`performance`).
+    ``benchmarks/bench_latency.py``, :doc:`/performance`).
     """
     path = os.path.abspath(os.fspath(directory) if directory is not None else default_cache_dir())
     os.makedirs(path, exist_ok=True)

@@ -61,11 +61,11 @@ class Family(NamedTuple):
         ``(state, g, curv, keep, bound) -> (state, ok, bound)``: BONG's step (α = 1, no
         prior) that decides, before writing the new belief, whether it would pass
         ``is_valid`` (a certificate from O(P k) quantities and the running bound
-        ``bound`` ≥ max |covariance entry|), and returns the new belief where ``keep &
+        ``bound`` ≥ the largest absolute covariance entry), and returns the new belief where ``keep &
         ok``, the old one elsewhere, so that no pass over a P × P result is needed to
         check or select it. ``None``: the stream checks ``is_valid`` on the result.
     entry_bound : callable ``state -> scalar`` or None
-        The initial ``bound`` of ``checked_ngd`` (max |Σᵢⱼ|, once per stream call).
+        The initial ``bound`` of ``checked_ngd`` (the largest absolute entry of Σ, once per stream call).
     """
 
     init: Callable

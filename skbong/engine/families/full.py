@@ -65,7 +65,7 @@ def is_spd(cov):
 
 
 def entry_bound(state):
-    """max |Σᵢⱼ|: the starting value of :func:`checked_ngd`'s running bound."""
+    """The largest absolute entry of Σ: the starting value of :func:`checked_ngd`'s running bound."""
     return jnp.max(jnp.abs(state.cov))
 
 
