@@ -54,7 +54,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         "activation": [StrOptions(set(engine.models.ACTIVATIONS))],
         "model": "no_validation",
         "fit_intercept": ["boolean"],
-        "family": [StrOptions(set(engine.FAMILY_NAMES))],
+        "family": [StrOptions({*engine.FAMILY_NAMES, "auto"})],
         "rank": [Interval(Integral, 1, None, closed="left")],
         "rule": [StrOptions(set(engine.RULE_NAMES))],
         "hessian": [StrOptions(set(engine.HESSIAN_NAMES))],
@@ -139,7 +139,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
     def _validate_all_params(self):
         self._validate_params()
         hidden = self._model_params()
-        engine.check_names(family=self.family, hessian=self.hessian)
+        engine.check_names(family=None if self.family == "auto" else self.family, hessian=self.hessian)
         if self.rule == "blr" and self.learning_rate > 1:
             raise ValueError(
                 f"learning_rate={self.learning_rate} must be in (0, 1] for rule='blr' (the natural "
@@ -154,10 +154,11 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
     def _build_config(self, n_features, n_outputs, hidden):
         model = self._build_model(n_features, n_outputs, hidden)
         n_params = model.n_params()
-        need = engine.FAMILIES[self.family].memory(n_params, int(self.rank), np.dtype(self._jax_dtype()).itemsize)
+        family = self._resolve_family(model)
+        need = engine.FAMILIES[family].memory(n_params, int(self.rank), np.dtype(self._jax_dtype()).itemsize)
         if need > 0.5 * _physical_memory():
             raise ValueError(
-                f"family={self.family!r} with P={n_params} parameters needs about "
+                f"family={family!r} with P={n_params} parameters needs about "
                 f"{need / 2**30:.1f} GiB for the belief and its update, more than half "
                 f"of this machine's memory ({_physical_memory() / 2**30:.1f} GiB); use "
                 "family='dlr' or 'diag'"
@@ -165,7 +166,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         return engine.Config(
             model=model,
             likelihood=self._likelihood(n_outputs),
-            family=self.family,
+            family=family,
             rank=min(int(self.rank), n_params),  # R ≥ P adds nothing: R = P is exact
             rule=self.rule,
             hessian=self.hessian,
@@ -178,6 +179,19 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             noise_coupled=self._noise_coupled(model) if self._learns_noise() else True,
             evidence=self._is_bank(),
         )
+
+    def _resolve_family(self, model):
+        """The family the belief uses: ``family``, or for ``"auto"`` the estimator's
+        choice for this engine model (:meth:`_auto_family`), checked against ``hessian``."""
+        if self.family != "auto":
+            return self.family
+        family = self._auto_family(model)
+        engine.check_names(family=family, hessian=self.hessian)
+        return family
+
+    def _auto_family(self, model):
+        """``family="auto"``: the low-rank family (regressor hook)."""
+        return "dlr"
 
     def _is_bank(self):
         """Whether the prior variance is learned by a bank of filters."""
@@ -239,7 +253,8 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
 
     # ------------------------------------------------------------ the belief
     def _posterior_family(self):
-        return self.family
+        # ``family_`` resolves "auto"; estimators pickled before it existed had no "auto"
+        return getattr(self, "family_", self.family)
 
     def _state_to_jax(self):
         """The belief as an engine state of numpy arrays (the jitted engine converts them)."""
@@ -270,6 +285,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             self._state, self._log_evidence = states[0], None
         self._noise = None
         self._fit_signature = self._signature()
+        self.family_ = config.family
         self._config_cache = (self._checked[0], config)
         self._hidden = hidden
         self.n_observations_ = 0

@@ -186,8 +186,11 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         equinox network is taken through :mod:`skbong.adapters`.
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
-    family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
-        Variational family, the structure of the Gaussian belief. ``"full"``: full
+    family : {"auto", "full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
+        Variational family, the structure of the Gaussian belief. ``"auto"`` is
+        ``"dlr"``, also for the linear model: on standardised digits at the default prior
+        a one-pass full covariance reached test accuracy 0.83 and log-loss 1.23, the
+        rank-10 dlr 0.90 and 0.77 (the regressor's ``"auto"`` differs). ``"full"``: full
         covariance in natural parameters, every correlation kept, O(P²) memory, for
         linear models and small networks; ``"full_moment"``: the same in moment
         parameters (mean and covariance), less stable; ``"diag"``: diagonal, in natural
@@ -283,6 +286,8 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         Class labels.
     n_features_in_ : int
         Number of features seen in ``fit``.
+    family_ : str
+        The family of the belief: ``family``, or what ``"auto"`` chose.
     feature_names_in_ : ndarray of str
         Feature names, when X was a DataFrame with string column names.
     n_observations_ : int

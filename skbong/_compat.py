@@ -234,6 +234,15 @@ def _is_linear(estimator):
     return estimator.model is None and not isinstance(sizes, Integral) and len(sizes) == 0
 
 
+def _family(estimator, kind):
+    """The family an unfitted estimator will use: ``family``, with ``"auto"`` resolved as
+    the estimators resolve it for the small data of the checks (the regressor's linear
+    model: ``"full"``; otherwise ``"dlr"``)."""
+    if estimator.family != "auto":
+        return estimator.family
+    return "full" if kind == "regressor" and _is_linear(estimator) else "dlr"
+
+
 def _sample_weight_reasons(estimator, kind):
     """Why weighting a row is not repeating it, to rtol=1e-7, for a Bong estimator."""
     if kind in ("classifier", "poisson"):
@@ -247,11 +256,12 @@ def _sample_weight_reasons(estimator, kind):
         reasons.append(_EMPIRICAL_FISHER)
     if estimator.rule in _PLAIN_RULES:
         reasons.append(_PLAIN)
-    if estimator.family in _MOMENT_FAMILIES:
+    family = _family(estimator, kind)
+    if family in _MOMENT_FAMILIES:
         reasons.append(_MOMENT)
-    elif estimator.family == "diag":
+    elif family == "diag":
         reasons.append(_DIAG)
-    elif estimator.family == "dlr" and estimator.rank < 9:
+    elif family == "dlr" and estimator.rank < 9:
         reasons.append(_LOW_RANK)
     if estimator.drift != 1 or estimator.process_noise != 0:
         reasons.append(_DRIFT)
@@ -313,11 +323,12 @@ def expected_failed_checks(estimator):
     reasons = _sample_weight_reasons(estimator, kind)
     if reasons:
         expected[SAMPLE_WEIGHT_CHECK] = "; ".join(reasons)
-    moment = estimator.family in _MOMENT_FAMILIES and (
+    family = _family(estimator, kind)
+    moment = family in _MOMENT_FAMILIES and (
         estimator.backtrack == 0 or estimator.rule in _PLAIN_RULES
     )
     if (moment or estimator.rule in _PLAIN_RULES) and kind != "poisson":
         reason = _REFUSED_MOMENT if moment else _REFUSED_PLAIN
-        for name in _refused(kind, estimator.family, estimator.rule):
+        for name in _refused(kind, family, estimator.rule):
             expected[name] = reason
     return expected

@@ -36,9 +36,9 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         A user JAX model of the log-rate (see :class:`BongRegressor`).
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
-    family : {"full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
+    family : {"auto", "full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
         Variational family (see :class:`BongRegressor` and
-        :ref:`Choosing a configuration <choosing-family>`).
+        :ref:`Choosing a configuration <choosing-family>`); ``"auto"`` is ``"dlr"``.
     rank : int, default=10
         Rank of the ``dlr`` precision's low-rank part (clamped to the number of
         parameters).
@@ -93,6 +93,8 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
     ----------
     n_features_in_ : int
         Number of features seen in ``fit``.
+    family_ : str
+        The family of the belief: ``family``, or what ``"auto"`` chose.
     feature_names_in_ : ndarray of str
         Feature names, when X was a DataFrame with string column names.
     n_observations_ : int

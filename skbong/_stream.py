@@ -73,7 +73,7 @@ class StreamingMixin:
                 else "a non-finite or invalid posterior"
             )
             raise NonFiniteUpdateError(
-                f"the update for {rows} of this batch gave {what} (family={self.family!r}, "
+                f"the update for {rows} of this batch gave {what} (family={config.family!r}, "
                 f"rule={self.rule!r}, hessian={self.hessian!r}); nothing from this call was "
                 f"applied. {self._diagnosis(config, X)}"
             )
@@ -132,7 +132,7 @@ class StreamingMixin:
             raise NonFiniteUpdateError(
                 f"the update of every filter of the prior-variance bank (prior_variance='auto', "
                 f"{PRIOR_GRID.tolist()}) gave a non-finite or invalid posterior on this batch "
-                f"(family={self.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); "
+                f"(family={config.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); "
                 f"nothing from this call was applied. {self._diagnosis(config, X)}"
             )
         dropped = np.isfinite(self._log_evidence) & ~alive
@@ -164,6 +164,12 @@ class StreamingMixin:
             )
         if config.impl.family.advice:
             hints.append(config.impl.family.advice)
+        n_params = config.model.n_params()
+        if config.family == "dlr" and n_params <= 1024:
+            hints.append(
+                f"family='full' (P = {n_params}: the covariance itself, without the cancellation "
+                "of the low-rank precision's variances)"
+            )
         if not config.impl.rule.natural:
             hints.append(
                 f"rule={self.rule!r} takes plain-gradient steps of size "

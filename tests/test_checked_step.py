@@ -1,10 +1,12 @@
-"""The full family's BONG step with validity decided before writing (``checked_ngd``).
+"""BONG steps with validity decided before writing (``checked_ngd``): full and dlr.
 
 The stream takes BONG's rank-one natural step on the full family through
 :func:`skbong.engine.families.full.checked_ngd`, which certifies from O(P) quantities that
-the new belief passes ``is_valid`` and selects it inside the kernel that writes it. These
-tests pin that it is the same step as the generic one, that what it accepts is valid, and
-that what it refuses leaves the belief bitwise unchanged.
+the new belief passes ``is_valid`` and selects it inside the kernel that writes it; the
+dlr family's :func:`skbong.engine.families.dlr.checked_ngd` certifies from O(P) and
+O(k²) quantities, without a pass over its (P, R) factor. These tests pin that each is
+the same step as the generic one, that what it accepts is valid, and that what it refuses
+leaves the belief bitwise unchanged.
 """
 
 import jax
@@ -13,7 +15,7 @@ import numpy as np
 import pytest
 
 from skbong import engine as E
-from skbong.engine.families import full, gaussian
+from skbong.engine.families import dlr, full, gaussian
 from skbong.engine.rules import checks_before_writing
 from skbong.engine.types import Curv
 
@@ -105,3 +107,91 @@ def test_stream_uses_the_checked_step_for_bong_only():
         E.Config(mlp, "gaussian", "diag", 2, "bong", "lin_hess"),
     ):
         assert not checks_before_writing(other)
+
+
+# ------------------------------------------------------------------ the dlr family
+
+
+def _dlr_problem(p, rank, k, dtype, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    state = dlr.DLRState(
+        jnp.asarray(rng.normal(size=p), dtype),
+        jnp.asarray(rng.uniform(0.5, 2.0, size=p), dtype),
+        jnp.asarray(rng.normal(size=(p, rank)), dtype),
+    )
+    curv = Curv(
+        factor=jnp.asarray(scale * rng.normal(size=(p, k)), dtype),
+        coef=jnp.asarray(rng.normal(size=k), dtype),
+        rest=jnp.asarray(rng.normal(size=p), dtype),
+    )
+    return state, curv.factor @ curv.coef + curv.rest, curv
+
+
+_dlr_checked = jax.jit(dlr.checked_ngd)
+
+
+@pytest.mark.parametrize("p, rank, k", [(5, 2, 1), (40, 10, 1), (40, 10, 3)])
+def test_dlr_checked_step_is_the_natural_step(p, rank, k):
+    with jax.enable_x64(True):
+        state, g, curv = _dlr_problem(p, rank, k, jnp.float64)
+        bound = jnp.zeros((), jnp.float64)
+        new, ok, _ = _dlr_checked(state, g, curv, jnp.asarray(True), bound)
+        ref = dlr.ngd(state, None, g, curv, 1.0)
+        assert bool(ok) and bool(E.FAMILIES["dlr"].is_valid(new))
+        # the same operations: only XLA's fusion of them may differ
+        tol = 50 * (rank + k) * np.finfo(np.float64).eps
+        for a, b in zip(new, ref):
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol * float(jnp.max(jnp.abs(b))))
+
+
+def _dlr_refused(state, g, curv):
+    new, ok, _ = _dlr_checked(state, g, curv, jnp.asarray(True), jnp.zeros((), state.mean.dtype))
+    assert not bool(ok)
+    for a, b in zip(new, state):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_dlr_padding_keeps_the_belief_and_reports_ok():
+    state, g, curv = _dlr_problem(20, 4, 1, jnp.float32)
+    new, ok, _ = _dlr_checked(state, g, curv, jnp.asarray(False), jnp.zeros((), jnp.float32))
+    assert bool(ok)
+    for a, b in zip(new, state):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_dlr_overflowing_row_is_refused_unchanged():
+    # squared factor entries past the float32 range: the generic step's result is invalid too
+    state, g, curv = _dlr_problem(20, 4, 1, jnp.float32, scale=1e20)
+    assert not bool(E.FAMILIES["dlr"].is_valid(dlr.ngd(state, None, g, curv, 1.0)))
+    _dlr_refused(state, g, curv)
+
+
+def test_dlr_non_finite_curvature_is_refused_unchanged():
+    state, g, curv = _dlr_problem(20, 4, 2, jnp.float32)
+    bad = curv._replace(factor=curv.factor.at[3, 1].set(jnp.nan))
+    _dlr_refused(state, g, bad)
+    bad = curv._replace(factor=curv.factor.at[7, 0].set(jnp.inf))
+    _dlr_refused(state, g, bad)
+
+
+def test_dlr_non_finite_gradient_is_refused_unchanged():
+    # the factor is fine, the mean is not: only the O(P) part of the certificate sees it
+    state, g, curv = _dlr_problem(20, 4, 1, jnp.float32)
+    _dlr_refused(state, g, curv._replace(rest=curv.rest.at[2].set(jnp.inf)))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3, 1e8, 1e15, 1e18, 1e25])
+def test_dlr_certificate_is_sound_and_refuses_only_near_overflow(scale):
+    # what it accepts is_valid accepts; below tr(W̃ᵀW̃) ≈ M / k³ it accepts all is_valid does
+    state, g, curv = _dlr_problem(30, 5, 2, jnp.float32, scale=scale)
+    _, ok, _ = _dlr_checked(state, g, curv, jnp.asarray(True), jnp.zeros((), jnp.float32))
+    valid = bool(E.FAMILIES["dlr"].is_valid(dlr.ngd(state, None, g, curv, 1.0)))
+    assert valid or not bool(ok)
+    if scale <= 1e15:  # tr ≈ 60 scale² < M / 7³ ≈ 1e36
+        assert bool(ok) and valid
+
+
+def test_stream_takes_the_dlr_checked_step():
+    mlp = E.MLP(n_features=3, n_outputs=1)
+    assert checks_before_writing(E.Config(mlp, "gaussian", "dlr", 2, "bong", "lin_hess"))
+    assert not checks_before_writing(E.Config(mlp, "gaussian", "dlr", 2, "blr", "lin_hess"))

@@ -22,6 +22,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skbong import BongClassifier, BongRegressor
+from skbong._regressor import AUTO_FULL_MAX
+from skbong.engine import DLRState, MeanCov
+from skbong.exceptions import NonFiniteUpdateError
 
 
 @pytest.mark.parametrize("scale, shift", [(1.0, 0.0), (100.0, 1000.0)])
@@ -102,8 +105,8 @@ def test_rank_above_the_parameter_count_is_clamped():
     # belief padded with 46 idle directions (which would change nothing but the cost)
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
-    big = BongRegressor(rank=50, dtype="float64", random_state=0).fit(X, y)
-    exact = BongRegressor(rank=4, dtype="float64", random_state=0).fit(X, y)
+    big = BongRegressor(family="dlr", rank=50, dtype="float64", random_state=0).fit(X, y)
+    exact = BongRegressor(family="dlr", rank=4, dtype="float64", random_state=0).fit(X, y)
     assert big._state[2].shape == (4, 4)
     np.testing.assert_array_equal(big.posterior_mean_, exact.posterior_mean_)
     np.testing.assert_array_equal(big.posterior_var_, exact.posterior_var_)
@@ -150,3 +153,52 @@ def test_classifier_predictive_auto_follows_the_model(hidden, expected):
     _, std = reg.set_params(predictive="auto").predict(X[:5], return_std=True)
     _, lin = reg.set_params(predictive="linmc").predict(X[:5], return_std=True)
     np.testing.assert_array_equal(std, lin)
+
+
+# ------------------------------------------------------------- family="auto"
+
+
+def test_auto_family_is_the_full_covariance_for_the_linear_regressor():
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(30, 4)), rng.normal(size=30)
+    auto = BongRegressor(dtype="float64", random_state=0).fit(X, y)
+    full = BongRegressor(family="full", dtype="float64", random_state=0).fit(X, y)
+    assert auto.family == "auto" and auto.family_ == "full"
+    assert isinstance(auto.posterior_, MeanCov)
+    for a, b in zip(auto.posterior_, full.posterior_):
+        np.testing.assert_array_equal(a, b)
+    # networks, user models and wide linear models take dlr; the classifier always does
+    net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
+    wide = BongRegressor(random_state=0).fit(rng.normal(size=(3, AUTO_FULL_MAX)), np.zeros(3))
+    clf = BongClassifier(family="auto", random_state=0).fit(X, y > 0)
+    assert (net.family_, wide.family_, clf.family_) == ("dlr", "dlr", "dlr")
+    assert isinstance(wide.posterior_, DLRState) and wide.n_params_ == AUTO_FULL_MAX + 1
+    assert BongRegressor(family="dlr").fit(X, y).family_ == "dlr"  # an explicit choice stays
+
+
+def test_auto_family_matches_bayesian_ridge_where_rank_10_does_not():
+    # 200 features: the rank-10 projection discards what the exact posterior keeps
+    # (benchmarks/bench_family.py); the default's test RMSE is BayesianRidge's
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2500, 200))
+    y = X @ rng.normal(size=200) / np.sqrt(200) + 0.1 * rng.normal(size=2500)
+    Xtr, ytr, Xte, yte = X[:2000], y[:2000], X[2000:], y[2000:]
+
+    def rmse(est):
+        return float(np.sqrt(np.mean((est.fit(Xtr, ytr).predict(Xte) - yte) ** 2)))
+
+    ridge = rmse(BayesianRidge())
+    assert rmse(BongRegressor(random_state=0)) < 1.05 * ridge
+    assert rmse(BongRegressor(family="dlr", random_state=0)) > 1.5 * ridge
+
+
+def test_auto_family_keeps_the_variances_a_full_rank_dlr_cancels():
+    # dlr with rank >= P in float32: 1/Υ − rowsum(V²) cancels on low-noise rows and the
+    # row is refused (naming family='full'); the default's covariance takes the stream
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(200, 4))
+    y = X @ rng.normal(size=4) + 0.3 * rng.normal(size=200)
+    with pytest.raises(NonFiniteUpdateError, match="family='full'"):
+        BongRegressor(family="dlr", obs_variance=0.001, random_state=0).fit(X, y)
+    est = BongRegressor(obs_variance=0.001, random_state=0).fit(X, y)
+    assert est.n_skipped_ == 0 and np.all(est.posterior_var_ > 0)

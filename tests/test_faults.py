@@ -623,7 +623,7 @@ def test_dlr_cancelled_variances_refuse_the_row():
     x² = 1e8 to the precision of one direction, whose variance 1 / (1 + 1e8) cancels to
     0 in float32 (1/Υ − V²). The call is refused, naming the cause, and the belief is
     exactly as before."""
-    est = BongRegressor(obs_variance=1.0, random_state=0)
+    est = BongRegressor(family="dlr", obs_variance=1.0, random_state=0)
     est.partial_fit(np.array([[0.1], [0.2]]), np.array([0.0, 1.0]))
     before = [a.copy() for a in est._state]
     with pytest.raises(NonFiniteUpdateError, match="too ill-conditioned for positive variances"):

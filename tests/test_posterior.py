@@ -35,7 +35,7 @@ def test_full_posterior_is_the_closed_form():
     np.testing.assert_allclose(post.cov, cov, rtol=1e-10, atol=1e-14)
 
 
-@pytest.mark.parametrize("est", [BongRegressor(obs_variance=0.09, rank=3, dtype="float64"),
+@pytest.mark.parametrize("est", [BongRegressor(family="dlr", obs_variance=0.09, rank=3, dtype="float64"),
                                  BongClassifier(rank=3, dtype="float64")])
 def test_dlr_marginal_variances_invert_the_precision(est):
     X, y = _data()

@@ -131,7 +131,7 @@ def test_expected_failures_per_configuration():
         "drift": BongRegressor(dtype="float64", drift=0.99),
         "prequential": BongRegressor(dtype="float64", prior_variance="auto"),
         "linearises": BongRegressor(dtype="float64", hidden_layer_sizes=4),
-        "rank-R": BongRegressor(dtype="float64", rank=8),
+        "rank-R": BongRegressor(dtype="float64", family="dlr", rank=8),
         "diagonal": BongRegressor(dtype="float64", family="diag"),
         "not conjugate": BongClassifier(dtype="float64"),
     }

@@ -182,10 +182,22 @@ def project_rank(rows, gram, rank):
     dropped : array (P,)
         ``rowsum((U[:, R:] S[R:])²)``, to add to the diagonal.
     """
+    return project_on(rows, gram_eigh(gram)[1], rank)
+
+
+def gram_eigh(gram):
+    """Eigenvalues (ascending) and eigenvectors of a Gram matrix ``W̃ᵀ W̃`` (k × k).
+
+    A failed eigensolver (an overflowed Gram matrix) returns NaN eigenvalues and the
+    identity as eigenvectors: both are poisoned to NaN, so that a projection on them is
+    refused, not misprojected."""
     vals, vecs = jnp.linalg.eigh(sym(gram))
-    # a failed eigensolver (an overflowed Gram matrix) returns NaN eigenvalues and the
-    # identity as eigenvectors: poison the result so the step is refused, not misprojected
-    vecs = jnp.where(jnp.all(jnp.isfinite(vals)), vecs, jnp.nan)
+    finite = jnp.all(jnp.isfinite(vals))
+    return jnp.where(finite, vals, jnp.nan), jnp.where(finite, vecs, jnp.nan)
+
+
+def project_on(rows, vecs, rank):
+    """:func:`project_rank` on the eigenvectors ``vecs`` of ``W̃ᵀ W̃`` (:func:`gram_eigh`)."""
     rotated = vecs[:, ::-1].T @ rows  # (W̃ V)ᵀ, descending singular values
     head, tail = rotated[:rank], rotated[rank:]
     dropped = jnp.sum(tail * tail, axis=0)

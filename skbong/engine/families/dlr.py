@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..linalg import dlr_cov_root, dlr_grams, dlr_solve, project_rank, unit_chol_inverse
+from ..linalg import dlr_cov_root, dlr_grams, dlr_solve, gram_eigh, project_on, unit_chol_inverse
 from ..types import gradient_split
 from .base import Family, finite_and_positive
 
@@ -85,15 +85,9 @@ the time), where XLA's Gram product W̃ᵀ W̃ over a k × P operand took 43 ms 
 for the P × k one (``benchmarks/bench_scaling.py``; doc/performance.rst)."""
 
 
-def ngd(state, prior, g, curv, alpha):
-    """Full-covariance natural step in factored form, then rank-R projection.
-
-    Without a prior (BONG): Λ' = Υ + W̃W̃ᵀ, W̃ = [W, √α B].
-    With a prior (one BLR step): Υ' = (1−α)Υ + αΥ₀, W̃ = [√(1−α) W, √α W₀, √α B].
-    μ' = μ + α Λ'⁻¹ g̃ with the untruncated W̃ (Woodbury), then SVD projection.
-    All products are written on the rows W̃ᵀ (k × P); see :mod:`..linalg` and
-    :data:`TALL_FROM` for the memory layout.
-    """
+def _natural_step(state, prior, g, curv, alpha):
+    """The natural step's pieces: ``(mean, Υ', W̃ᵀ, W̃ᵀ W̃, eigenvectors of W̃ᵀ W̃)``,
+    before the projection (:func:`ngd`)."""
     root = jnp.sqrt(alpha)
     factor = root * _require_factor(curv)
     coef, rest = gradient_split(g, curv)
@@ -112,8 +106,60 @@ def ngd(state, prior, g, curv, alpha):
     lead = jnp.zeros((rows.shape[0] - factor.shape[1],), rows.dtype)
     coef = jnp.concatenate([lead, coef / root])  # B u = W̃ [0; u / √α]
     mean = state.mean + alpha * dlr_solve(prec_diag, rows, scaled, inner, coef, rest)
-    head, dropped = project_rank(rows, gram, state.prec_lr.shape[1])
+    return mean, prec_diag, rows, gram, gram_eigh(gram)[1]
+
+
+def ngd(state, prior, g, curv, alpha):
+    """Full-covariance natural step in factored form, then rank-R projection.
+
+    Without a prior (BONG): Λ' = Υ + W̃W̃ᵀ, W̃ = [W, √α B].
+    With a prior (one BLR step): Υ' = (1−α)Υ + αΥ₀, W̃ = [√(1−α) W, √α W₀, √α B].
+    μ' = μ + α Λ'⁻¹ g̃ with the untruncated W̃ (Woodbury), then SVD projection.
+    All products are written on the rows W̃ᵀ (k × P); see :mod:`..linalg` and
+    :data:`TALL_FROM` for the memory layout.
+    """
+    mean, prec_diag, rows, _, vecs = _natural_step(state, prior, g, curv, alpha)
+    head, dropped = project_on(rows, vecs, state.prec_lr.shape[1])
     return DLRState(mean, prec_diag + dropped, head.T)
+
+
+def checked_ngd(state, g, curv, keep, bound):
+    """BONG's natural step (α = 1, no prior) with its validity decided from O(P) and
+    O(k²) quantities; ``(state, ok, bound)`` as :attr:`~.base.Family.checked_ngd`
+    describes (``bound`` is not used: it passes through).
+
+    The new belief (μ', Υ + d, W') passes ``is_valid`` (finite μ', finite W', finite and
+    positive Υ') if
+
+    * μ' and Υ' = Υ + d are finite, d the dropped squared norms (O(P)); Υ' > 0 then
+      follows from Υ > 0 and d ≥ 0, a sum of squares;
+    * the eigenvectors V of W̃ᵀW̃ are finite and tr(W̃ᵀW̃) ≤ M / k³ (M the largest
+      float, k the columns of W̃): every column of W̃ᵀ then has ‖·‖ ≤ √tr, so each entry
+      of W'ᵀ = V[:, :R]ᵀ W̃ᵀ, a sum of k products with |Vᵢⱼ| ≤ 1 + O(ε), is at most
+      about k √tr < M. A finite trace also certifies that W̃ itself is finite (a sum of
+      its squared entries). Beyond ``is_valid`` this refuses only a precision whose
+      squared factor entries sum past M / k³ (1e34 in float32 with k = 11).
+
+    So no pass over the (P, R) factor is needed to check it; the selection of the old
+    factor where the step is refused is a conditional, not an elementwise select.
+    """
+    mean, prec_diag, rows, gram, vecs = _natural_step(state, None, g, curv, 1.0)
+    rank = state.prec_lr.shape[1]
+    head, dropped = project_on(rows, vecs, rank)
+    new_diag = prec_diag + dropped
+    k = rows.shape[0]
+    limit = jnp.finfo(rows.dtype).max / k**3
+    ok = (
+        finite_and_positive((mean,), positive=(new_diag,))
+        & (jnp.trace(gram) <= limit)
+        & jnp.isfinite(jnp.sum(vecs))
+    )
+    take = keep & ok
+    factor = jax.lax.cond(take, lambda: head.T, lambda: state.prec_lr)
+    new = DLRState(
+        jnp.where(take, mean, state.mean), jnp.where(take, new_diag, state.prec_diag), factor
+    )
+    return new, ok, bound
 
 
 def _diag_sandwich(state, root, c):
@@ -247,6 +293,8 @@ DLR = Family(
     state_type=DLRState,
     host_check=variances_positive,
     end_check=lambda state: _min_variance(state.prec_diag, state.prec_lr) > 0,
+    checked_ngd=checked_ngd,
+    entry_bound=lambda state: jnp.zeros((), state.mean.dtype),
     unsound="a precision too ill-conditioned for positive variances",
     memory=lambda p, r, itemsize: (2 + 3 * (r + 2)) * p * itemsize,  # μ, Υ, W and the step's P × (R + C) blocks
 )
