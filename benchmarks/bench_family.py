@@ -5,7 +5,7 @@ normal features, weights N(0, 1/d), noise standard deviation 0.1, 2,500 training
 and 500 test rows) is fitted at otherwise default settings with ``family="dlr"``
 (rank 10) and ``family="full"``, and by scikit-learn's BayesianRidge. The table gives
 the test RMSE, the test NLL of the predictive (Student-t of the learned noise for skbong,
-BayesianRidge's Gaussian), the fit time (second fit: the compiled program is cached)
+BayesianRidge's Gaussian), the fit time (fastest of three fits after a first one that compiles)
 and what ``family="auto"`` chose. With ``--data-dir`` it also fits the UCI kin8nm split
 0 at a fixed ``obs_variance=0.01``, the case where a rank-10 ``dlr`` covering all 9
 parameters cancels its variances in float32 and refuses a row.
@@ -36,9 +36,12 @@ def synthetic(d, seed=0, n_train=2500, n_test=500):
 
 def fit_timed(est, X, y):
     est.fit(X, y)  # compile (the program depends on the stream length)
-    t0 = time.perf_counter()
-    est.fit(X, y)
-    return time.perf_counter() - t0
+    best = np.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        est.fit(X, y)
+        best = min(best, time.perf_counter() - t0)
+    return best
 
 
 def score(est, Xte, yte):

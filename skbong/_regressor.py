@@ -13,8 +13,8 @@ from ._regression_face import RegressorFace
 
 AUTO_FULL_MAX = 1024
 """The most parameters of a linear model for which ``family="auto"`` takes the full
-covariance. At P = 1001 (2,500 rows) a full fit took 1.75 s against BayesianRidge's
-0.67 s and matched its test RMSE (0.123); the rank-10 ``dlr`` took 0.15 s at a 3.4× larger
+covariance. At P = 1001 (2,500 rows) a full fit took 1.8 s against BayesianRidge's
+0.61 s and matched its test RMSE (0.123); the rank-10 ``dlr`` took 0.14 s at a 3.4× larger
 RMSE (``benchmarks/bench_family.py``, doc/results/family.txt)."""
 
 RAW_SCALE = 10.0
