@@ -7,6 +7,7 @@ without a bank); :mod:`skbong._base` runs them.
 """
 
 import numpy as np
+import scipy.signal
 from sklearn.utils.validation import check_is_fitted
 
 from . import engine
@@ -41,6 +42,17 @@ def discounted_gain(log_lik, delta):
     discounted by δ for every row after it, and the factor δⁿ for the old evidence."""
     n = log_lik.shape[1]
     return log_lik @ (delta ** np.arange(n - 1, -1, -1.0)), delta**n
+
+
+def evidence_before_rows(log_evidence, log_lik, delta):
+    """Each filter's log evidence before each of n rows, (K, n), from its value before the
+    first, ``log_evidence`` (K,), and the rows' log densities ``log_lik`` (K, n): the
+    recursion L ← δ L + ℓ of :func:`discounted_gain`, row by row (−inf stays −inf)."""
+    alive = np.isfinite(log_evidence)
+    start = np.where(alive, log_evidence, 0.0)
+    after = scipy.signal.lfilter([1.0], [1.0, -delta], log_lik, axis=1, zi=delta * start[:, None])[0]
+    before = np.concatenate([start[:, None], after[:, :-1]], axis=1)
+    return np.where(alive[:, None], before, -np.inf)
 
 
 class PriorBankMixin:
@@ -108,4 +120,10 @@ class PriorBankMixin:
         return float(PRIOR_GRID[np.argmax(self._log_evidence)])
 
 
-__all__ = ["PRIOR_GRID", "PriorBankMixin", "discounted_gain", "evidence_discount"]
+__all__ = [
+    "PRIOR_GRID",
+    "PriorBankMixin",
+    "discounted_gain",
+    "evidence_before_rows",
+    "evidence_discount",
+]

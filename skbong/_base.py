@@ -178,6 +178,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             noise_discount=self._noise_discount(model) if self._learns_noise() else 1.0,
             noise_coupled=self._noise_coupled(model) if self._learns_noise() else True,
             evidence=self._is_bank(),
+            pit=self._pit_kind(),
         )
 
     def _resolve_family(self, model):
@@ -192,6 +193,11 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
     def _auto_family(self, model):
         """``family="auto"``: the low-rank family (regressor hook)."""
         return "dlr"
+
+    def _pit_kind(self):
+        """``Config.pit``: the predictive whose PITs the stream reports for the interval
+        calibration (regressor hook; ``None``: none)."""
+        return None
 
     def _is_bank(self):
         """Whether the prior variance is learned by a bank of filters."""
@@ -284,6 +290,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         else:
             self._state, self._log_evidence = states[0], None
         self._noise = None
+        self._pit_counts = None
         self._fit_signature = self._signature()
         self.family_ = config.family
         self._config_cache = (self._checked[0], config)

@@ -6,7 +6,7 @@ import scipy.special
 import scipy.stats
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
-from . import engine
+from . import _calibration, engine
 
 
 class RegressorFace:
@@ -201,6 +201,10 @@ class RegressorFace:
         learned, Gaussian ones when it is fixed, on the moments of ``predictive``
         (exact for ``linmc`` on a linear model; moment-matched for ``mc``); with
         ``prior_variance="auto"`` the quantiles of the bank's mixture (by bisection).
+        With ``calibration="prequential"`` the quantiles are taken at the levels that the
+        prequential PITs of the rows learned so far map the tail probabilities to
+        (:mod:`skbong._calibration`): intervals that cover what they claim where the
+        model's noise is misspecified.
 
         Parameters
         ----------
@@ -219,9 +223,13 @@ class RegressorFace:
         weights, locs, scales, dofs = self._mixture(X, self._predictive_kind())
         dist = scipy.stats.t(dofs[:, None, :], loc=locs, scale=np.sqrt(scales))
         tail = 0.5 - 0.5 * coverage
-        ends = [dist.ppf(tail), dist.ppf(1 - tail)]
+        levels = np.array([tail, 1 - tail])[:, None]  # (2, C) after calibration
+        counts = getattr(self, "_pit_counts", None)
+        if getattr(self, "calibration", None) == "prequential" and counts is not None:
+            levels = np.stack([_calibration.levels(counts, q) for q in (tail, 1 - tail)])
+        ends = [dist.ppf(levels[0]), dist.ppf(levels[1])]
         if len(weights) > 1:  # the mixture's quantiles lie between its components'
-            ends = [self._mixture_quantile(dist, weights, q, e) for q, e in zip((tail, 1 - tail), ends)]
+            ends = [self._mixture_quantile(dist, weights, q, e) for q, e in zip(levels, ends)]
         else:
             ends = [e[0] for e in ends]
         return self._shape_output(ends[0]), self._shape_output(ends[1])

@@ -144,6 +144,18 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         on energy and yacht, lower on all 7 sets; see :ref:`defaults`). Merging
         (:func:`skbong.merge`) needs ``"conjugate"``. ``set_params`` after a fit takes
         effect from the next update.
+    calibration : {"prequential"} or None, default="prequential"
+        How :meth:`predict_interval` places its ends. ``"prequential"``: before it learns
+        a row the stream predicts it, and the probability integral transform u = F(y)
+        of its target under that out-of-sample predictive is kept (a histogram per
+        output); an interval's ends are the predictive quantiles at the levels where the
+        distribution of those u's reaches the interval's tail probabilities (Kuleshov et
+        al., 2018, with the stream's own predictions as the calibration set). Where the
+        model is right the u's are uniform and the intervals are the model's, up to
+        sampling error; where it is not (heteroscedastic or heavy-tailed noise, a
+        network still learning) they cover what they claim. ``None``: the model's own
+        quantiles. ``predict(return_std=True)``, :meth:`predict_logpdf` and the samples
+        are the model's either way. See :ref:`defaults`.
     drift : float in (0, 1], default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update. 1 (with
         ``process_noise=0``): a static model, for stationary data; below 1: the belief
@@ -233,6 +245,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         "obs_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "noise_discount": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
         "noise_posterior": [StrOptions({"auto", "conjugate", "factorised"})],
+        "calibration": [StrOptions({"prequential"}), None],
     }
     def __init__(
         self,
@@ -253,6 +266,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         obs_variance="auto",
         noise_discount="auto",
         noise_posterior="auto",
+        calibration="prequential",
         drift=1.0,
         process_noise=0.0,
         batch_size=1,
@@ -290,6 +304,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         self.obs_variance = obs_variance
         self.noise_discount = noise_discount
         self.noise_posterior = noise_posterior
+        self.calibration = calibration
 
     def _auto_family(self, model):
         """``"full"`` for the linear model up to :data:`AUTO_FULL_MAX` parameters: the
@@ -299,6 +314,11 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
 
     def _learns_noise(self):
         return isinstance(self.obs_variance, str)  # "auto"
+
+    def _pit_kind(self):
+        if self.calibration is None:
+            return None
+        return "plugin" if self._predictive_kind() == "plugin" else "linmc"
 
     def _noise_discount(self, model):
         if not isinstance(self.noise_discount, str):

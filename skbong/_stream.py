@@ -12,8 +12,8 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from . import engine
-from ._bank import PRIOR_GRID, discounted_gain, evidence_discount
+from . import _calibration, engine
+from ._bank import PRIOR_GRID, discounted_gain, evidence_before_rows, evidence_discount
 from ._guard import _check_not_forked
 from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
 
@@ -56,12 +56,13 @@ class StreamingMixin:
             noise = None
         if self._is_bank():
             return self._learn_bank(config, hyper, X, Y, w, noise, obs_var)
-        (new_state, new_noise), ok, sound = self._run(
+        (new_state, new_noise), ok, sound, pit = self._run(
             config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
         )
         not_pd = np.zeros_like(ok)
-        if not sound:
+        if not sound:  # the first pass's predictions came from beliefs that are replayed
             (new_state, new_noise), ok, not_pd = self._replay(config, hyper, X, Y, w, noise)
+            pit = None
         bad = np.flatnonzero(~ok)
         if bad.size and self.on_error == "raise":
             first = int(bad[0]) * size
@@ -87,6 +88,7 @@ class StreamingMixin:
                 stacklevel=4,
             )
         # commit: nothing above changed the estimator
+        self._record_pits(config, pit, w)
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
         self._n_steps += -(-n_rows // size)
@@ -107,7 +109,7 @@ class StreamingMixin:
         """
         size, n_rows = int(self.batch_size), X.shape[0]
         with self._x64():
-            new, log_lik, _, ok = engine.stream(
+            new, log_lik, pits, ok = engine.stream(
                 config,
                 self._engine_state(self._state, noise),
                 self._prior_mean,
@@ -145,8 +147,14 @@ class StreamingMixin:
                 stacklevel=4,
             )
         weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
-        gain, keep = discounted_gain(weighted, evidence_discount(config.model))
+        delta = evidence_discount(config.model)
+        gain, keep = discounted_gain(weighted, delta)
+        pit = None
+        if config.pit is not None:  # the mixture's PIT: each row under the weights before it
+            before = evidence_before_rows(np.where(alive, self._log_evidence, -np.inf), weighted, delta)
+            pit = _calibration.mixture_pit(pits, before)
         # commit: nothing above changed the estimator
+        self._record_pits(config, pit, w)
         self._log_evidence = np.where(alive, keep * self._log_evidence + gain, -np.inf)
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
@@ -182,14 +190,22 @@ class StreamingMixin:
             hints.append("dtype='float64'")
         return "Most likely to help: " + "; ".join(hints) + "."
 
+    def _record_pits(self, config, pit, w):
+        """Add a committed call's prequential PITs (``Config.pit``) to the histogram of
+        the interval calibration (:mod:`skbong._calibration`)."""
+        if config.pit is not None and pit is not None:
+            counts = getattr(self, "_pit_counts", None)
+            delta = _calibration.discount(config.model)
+            self._pit_counts = _calibration.add(counts, pit, w, self._n_out, delta)
+
     def _run(self, config, belief, hyper, X, Y, w, step0, callback=None):
         """Stream rows from ``belief = (state, noise)`` (tuples of numpy arrays; noise
         None when it is not learned) through the compiled engine; return the new belief
-        in the same form, the per-step ``ok`` flags and whether the new belief is sound
+        in the same form, the per-step ``ok`` flags, whether the new belief is sound
         (:func:`_is_sound`: the family's ``end_check``, computed in the stream's own
-        program, or else its ``host_check`` here)."""
+        program, or else its ``host_check`` here) and the per-row outputs (n, C)."""
         with self._x64():
-            new, _, _, ok, sound = engine.stream(
+            new, _, out, ok, sound = engine.stream(
                 config,
                 self._engine_state(*belief),
                 self._prior_mean,
@@ -208,7 +224,7 @@ class StreamingMixin:
             noise = None if noise is None else tuple(np.asarray(a) for a in noise)
             if config.impl.family.end_check is None:
                 sound = _is_sound(config.impl.family, state)
-            return (state, noise), ok, sound
+            return (state, noise), ok, sound, out
 
     def _replay(self, config, hyper, X, Y, w, noise):
         """Slow path of a call whose belief failed :func:`_is_sound` at its end.
@@ -245,12 +261,12 @@ class StreamingMixin:
             end = min(start + length, n_steps)
             if start >= end:
                 break
-            new, ok_chunk, sound = run(state, start, end)
+            new, ok_chunk, sound, _ = run(state, start, end)
             if sound:
                 state, ok[start:end] = new, ok_chunk
             else:
                 for t in range(start, end):
-                    new, ok_step, sound = run(state, t, t + 1)
+                    new, ok_step, sound, _ = run(state, t, t + 1)
                     if not ok_step[0]:
                         ok[t] = False
                     elif not sound:

@@ -57,7 +57,8 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
         f = config.model.apply(state.mean, x)
         log_lik = _log_lik(config, family, state, None, x, y, f, hyper.obs_var)
         new, ok, bound = checked_update(config, state, x, y, w, hyper, key, active, bound)
-        return new, (log_lik, f, ok | ~active), bound
+        out = f if config.pit is None else _pit(config, family, state, None, x, y, f, hyper.obs_var)
+        return new, (log_lik, out, ok | ~active), bound
     belief, noise = state if config.learn_noise else (state, None)
     if noise is not None:
         hyper = hyper._replace(obs_var=noise_lib.variance(noise))
@@ -65,6 +66,7 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
     predicted = family.predict(belief, mean0, hyper) if config.dynamic else belief
     f = config.model.apply(predicted.mean, x)
     log_lik = _log_lik(config, family, predicted, noise, x, y, f, hyper.obs_var)
+    out = f if config.pit is None else _pit(config, family, predicted, noise, x, y, f, hyper.obs_var)
     new = update(config, predicted, x, y, w, hyper, key)
     if noise is not None:
         new_noise = noise_lib.update(
@@ -76,7 +78,7 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
         new = (new, new_noise)
     else:
         ok = family.is_valid(new)
-    return _select(active & ok, new, state), (log_lik, f, ok | ~active), bound
+    return _select(active & ok, new, state), (log_lik, out, ok | ~active), bound
 
 
 def _log_lik(config, family, predicted, noise, x, y, f, obs_var):
@@ -92,8 +94,7 @@ def _gaussian_evidence(config, family, predicted, noise, x, y, f, obs_var):
     variance diag(J Σ Jᵀ) + R, or with learned noise the Student-t with 2a degrees of
     freedom and that squared scale (:mod:`.noise`). For the linear-Gaussian model this is
     the exact one-step predictive, so its running sum is the log marginal likelihood."""
-    _, jac = output_jacobians(config, predicted.mean, x)
-    scale2 = jnp.diagonal(family.output_cov(predicted, jac), axis1=1, axis2=2) + obs_var
+    scale2 = _scale2(config, family, predicted, x, f, obs_var, linearised=True)
     z2 = (y - f) ** 2 / scale2
     if noise is None:
         return -0.5 * jnp.sum(z2 + jnp.log(2 * jnp.pi * scale2), axis=1)
@@ -105,6 +106,32 @@ def _gaussian_evidence(config, family, predicted, noise, x, y, f, obs_var):
         - 0.5 * (nu + 1) * jnp.log1p(z2 / nu)
     )
     return jnp.sum(log_t, axis=1)
+
+
+def _scale2(config, family, predicted, x, f, obs_var, linearised):
+    """Each row's squared predictive scale, shaped as the outputs f (b, C):
+    diag(J Σ Jᵀ) + R (the linearised predictive) or R (the plugin)."""
+    if not linearised:
+        return jnp.zeros_like(f) + obs_var
+    _, jac = output_jacobians(config, predicted.mean, x)
+    return jnp.diagonal(family.output_cov(predicted, jac), axis1=1, axis2=2) + obs_var
+
+
+def _pit(config, family, predicted, noise, x, y, f, obs_var):
+    """u = F(y) for each target under the one-step predictive ``config.pit`` of the belief
+    before the row: Gaussian N(f, scale²) with a fixed noise, Student-t with 2a degrees of
+    freedom and that scale with a learned one (the distributions of the estimators'
+    ``predict_interval``). For a well-specified model u is uniform, whatever the belief
+    (exactly so for the conjugate linear-Gaussian model); what departs from uniform is
+    what the estimators' interval calibration corrects."""
+    scale2 = _scale2(config, family, predicted, x, f, obs_var, config.pit == "linmc")
+    z = (y - f) / jnp.sqrt(scale2)
+    if noise is None:
+        return jax.scipy.special.ndtr(z)
+    nu = noise_lib.predictive_dof(noise)
+    # Student-t CDF: P(T ≤ −|z|) = I_{ν / (ν + z²)}(ν / 2, 1 / 2) / 2
+    tail = 0.5 * jax.scipy.special.betainc(0.5 * nu, 0.5, nu / (nu + z * z))
+    return jnp.where(z > 0, 1.0 - tail, tail)
 
 
 def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None):

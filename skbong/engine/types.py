@@ -100,6 +100,12 @@ class Config:
         uncertainty (Gaussian likelihood: the linearised predictive, exact in the
         conjugate case) instead of the plugin log-likelihood: the online evidence that
         weights a bank of prior variances.
+    pit : str or None
+        ``None``: the stream's per-row output is the plugin output f(x, μ). ``"linmc"``
+        or ``"plugin"`` (a likelihood with additive Gaussian noise): it is each target's
+        probability integral transform u = F(y) under that one-step predictive, the
+        belief's before the row (Student-t with learned noise, Gaussian with a fixed
+        one), from which the estimators calibrate their intervals.
     """
 
     model: Any
@@ -116,6 +122,7 @@ class Config:
     noise_coupled: bool = True
     evidence: bool = False
     backtrack: int = 0
+    pit: str | None = None
 
     def __post_init__(self):
         check_names(self.likelihood, self.family, self.rule, self.hessian)
@@ -131,6 +138,12 @@ class Config:
             )
         if not isinstance(self.noise_coupled, bool):
             raise ValueError(f"noise_coupled must be a bool, got {self.noise_coupled!r}")
+        if self.pit not in (None, "linmc", "plugin"):
+            raise ValueError(f"pit must be None, 'linmc' or 'plugin', got {self.pit!r}")
+        if self.pit is not None and not self.impl.likelihood.additive_noise:
+            raise ValueError(
+                f"pit applies to a likelihood with additive Gaussian noise, not {self.likelihood!r}"
+            )
         if self.learn_noise and not self.impl.likelihood.additive_noise:
             raise ValueError(
                 f"learn_noise applies to a likelihood with additive Gaussian noise, "

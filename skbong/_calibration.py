@@ -1,0 +1,78 @@
+"""Intervals calibrated on the prequential PITs (``calibration="prequential"``).
+
+Before the stream learns a row it predicts it: the probability integral transform
+u = F(y) of the row's target under that one-step predictive (``Config.pit``) is an
+out-of-sample check of the predictive, free in an online learner. Where the model is
+right, u is uniform (exactly so for the conjugate linear-Gaussian model: the
+prequential predictive is the exact Bayesian one). Where it is not — heteroscedastic or
+heavy-tailed noise, a network still learning — the distribution of u says by how much
+the predictive quantiles are off, and inverting it recalibrates them: the end of a
+central interval at level q is the predictive quantile at level H⁻¹(q), H the empirical
+distribution of the u's (Kuleshov, Fenner & Ermon, "Accurate uncertainties for deep
+learning using calibrated regression", ICML 2018, with the prequential u's of the stream
+in place of a held-out calibration set).
+
+H is a histogram of :data:`N_BINS` equal bins of [0, 1] per output, weighted by the
+rows' sample weights, plus :data:`PRIOR_ROWS` rows spread uniformly: with few rows the
+map stays close to the identity, and uniform u's leave it there up to sampling error.
+"""
+
+import numpy as np
+
+N_BINS = 200
+"""Bins of the PIT histogram (quantiles interpolate linearly inside a bin)."""
+
+PRIOR_ROWS = 10.0
+"""Weight of the uniform distribution the histogram starts from (a prior of ten rows)."""
+
+
+def add(counts, pit, w, n_outputs, discount=1.0):
+    """The histogram ``counts`` (C, N_BINS) after rows of PITs ``pit`` (n, C) with weights
+    ``w`` (n,); ``None`` counts start empty. Rows of zero weight and non-finite PITs
+    (a refused row's prediction stays valid; NaN comes only from a non-finite
+    predictive) are left out. With ``discount`` δ < 1 every row's weight is multiplied
+    by δ for each row after it (:func:`discount`)."""
+    n = len(w)
+    counts = np.zeros((n_outputs, N_BINS)) if counts is None else counts * discount**n
+    pit = np.asarray(pit, np.float64).reshape(n, n_outputs)
+    w = np.asarray(w, np.float64) * discount ** np.arange(n - 1, -1, -1.0)
+    for c in range(n_outputs):
+        keep = (w > 0) & np.isfinite(pit[:, c])
+        bins = np.clip((pit[keep, c] * N_BINS).astype(np.int64), 0, N_BINS - 1)
+        counts[c] += np.bincount(bins, weights=w[keep], minlength=N_BINS)
+    return counts
+
+
+def levels(counts, q):
+    """H⁻¹(q) for each output, (C,): the predictive level whose quantile is the
+    calibrated quantile at probability ``q`` (H piecewise linear between bin edges)."""
+    prior = PRIOR_ROWS / N_BINS
+    cdf = np.cumsum(counts + prior, axis=1)
+    cdf = np.concatenate([np.zeros((len(cdf), 1)), cdf / cdf[:, -1:]], axis=1)
+    edges = np.linspace(0.0, 1.0, N_BINS + 1)
+    return np.array([np.interp(q, row, edges) for row in cdf])
+
+
+def mixture_pit(pits, log_evidence_before):
+    """The bank's PIT of each row, (n, C): its filters' PITs ``pits`` (K, n, C) weighted
+    by each filter's posterior weight before the row, softmax of
+    ``log_evidence_before`` (K, n) (−inf for a filter out of the bank)."""
+    top = np.max(log_evidence_before, axis=0, keepdims=True)
+    weights = np.exp(log_evidence_before - np.where(np.isfinite(top), top, 0.0))
+    weights /= weights.sum(axis=0, keepdims=True)
+    return np.einsum("kn,knc->nc", weights, np.nan_to_num(pits, nan=0.5))
+
+
+
+
+def discount(model):
+    """δ of the PIT histogram per row: 1 for the linear model, whose prequential
+    predictions are those of the final model's own law; for networks and user models the
+    bank's evidence discount (:func:`~skbong._bank.evidence_discount`), since a network's
+    early predictions were made by a model that has since changed."""
+    from ._bank import evidence_discount
+
+    return evidence_discount(model)
+
+
+__all__ = ["N_BINS", "PRIOR_ROWS", "add", "discount", "levels", "mixture_pit"]
