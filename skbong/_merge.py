@@ -161,6 +161,9 @@ def merge_fitted(estimators, compare_model=True):
     out.n_observations_ = sum(e.n_observations_ for e in estimators)
     out.n_skipped_ = sum(e.n_skipped_ for e in estimators)
     out._n_steps = sum(e._n_steps for e in estimators)
+    counts = [getattr(e, "_pit_counts", None) for e in estimators]
+    if any(c is not None for c in counts):  # each shard's PITs are out-of-sample: they pool
+        out._pit_counts = sum(c for c in counts if c is not None)
     out._publish(config)
     return out
 
@@ -210,7 +213,9 @@ def merge_posteriors(estimators):
     -------
     estimator : BongRegressor or BongClassifier
         A new fitted estimator: a copy of the first with the merged belief, and
-        ``n_observations_`` and ``n_skipped_`` summed; it continues with ``partial_fit``.
+        ``n_observations_``, ``n_skipped_`` and the interval calibration's PIT histograms
+        summed (each shard's predictions were out-of-sample); it continues with
+        ``partial_fit``.
         The inputs are left unchanged.
 
     Raises

@@ -159,3 +159,16 @@ def test_calibration_none_keeps_no_histogram_and_set_params_switches():
     assert est._pit_counts.sum() == 5  # from the switch on
     with pytest.raises(ValueError, match="calibration"):
         BongRegressor(calibration="isotonic").fit(X, y)
+
+
+def test_merge_pools_the_shards_pit_histograms():
+    from sklearn.base import clone
+
+    from skbong import merge_posteriors
+
+    X, y = _data(n=60)
+    est = _reg()
+    shards = [clone(est).fit(X[i::3], y[i::3]) for i in range(3)]
+    merged = merge_posteriors(shards)
+    np.testing.assert_array_equal(merged._pit_counts, sum(s._pit_counts for s in shards))
+    assert merged._pit_counts.sum() == 60
