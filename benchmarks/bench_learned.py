@@ -337,7 +337,7 @@ COVERAGE_MODELS = {
     "linear": {},
     "linear uncal.": {"calibration": None},
     "mlp(50,)": {"hidden_layer_sizes": (50,)},
-    "mlp(50,) uncal.": {"hidden_layer_sizes": (50,), "calibration": None},
+    "mlp(50,) cal.": {"hidden_layer_sizes": (50,), "calibration": "prequential"},
 }
 
 
@@ -345,8 +345,10 @@ def coverage_table(data_dir, names, n_splits):
     """Table 3: test points inside the central 90 % interval at defaults, pooled over the
     first ``n_splits`` splits (the spread over splits in brackets), next to BayesianRidge's
     (the exact Gaussian linear model with evidence-fitted noise and prior) and the mean
-    NLL; ``uncal.`` is the same model with ``calibration=None`` (the model's own
-    quantiles, without the prequential recalibration of the defaults)."""
+    NLL. The defaults calibrate the linear model's intervals on its prequential PITs and
+    not the network's (``calibration="auto"``); ``uncal.`` is the linear model with
+    ``calibration=None`` (its own quantiles), ``cal.`` the network with
+    ``calibration="prequential"``."""
     from scipy import stats
     from sklearn.linear_model import BayesianRidge
 

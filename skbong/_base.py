@@ -178,7 +178,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             noise_discount=self._noise_discount(model) if self._learns_noise() else 1.0,
             noise_coupled=self._noise_coupled(model) if self._learns_noise() else True,
             evidence=self._is_bank(),
-            pit=self._pit_kind(),
+            pit=self._pit_kind(model),
         )
 
     def _resolve_family(self, model):
@@ -194,9 +194,9 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         """``family="auto"``: the low-rank family (regressor hook)."""
         return "dlr"
 
-    def _pit_kind(self):
-        """``Config.pit``: the predictive whose PITs the stream reports for the interval
-        calibration (regressor hook; ``None``: none)."""
+    def _pit_kind(self, model):
+        """``Config.pit`` for this engine model: the predictive whose PITs the stream
+        reports for the interval calibration (regressor hook; ``None``: none)."""
         return None
 
     def _is_bank(self):

@@ -201,7 +201,7 @@ class RegressorFace:
         learned, Gaussian ones when it is fixed, on the moments of ``predictive``
         (exact for ``linmc`` on a linear model; moment-matched for ``mc``); with
         ``prior_variance="auto"`` the quantiles of the bank's mixture (by bisection).
-        With ``calibration="prequential"`` the quantiles are taken at the levels that the
+        With the interval calibration (``calibration``) the quantiles are taken at the levels that the
         prequential PITs of the rows learned so far map the tail probabilities to
         (:mod:`skbong._calibration`): intervals that cover what they claim where the
         model's noise is misspecified.
@@ -225,7 +225,7 @@ class RegressorFace:
         tail = 0.5 - 0.5 * coverage
         levels = np.array([tail, 1 - tail])[:, None]  # (2, C) after calibration
         counts = getattr(self, "_pit_counts", None)
-        if getattr(self, "calibration", None) == "prequential" and counts is not None:
+        if getattr(self, "calibration", None) is not None and counts is not None:
             levels = np.stack([_calibration.levels(counts, q) for q in (tail, 1 - tail)])
         ends = [dist.ppf(levels[0]), dist.ppf(levels[1])]
         if len(weights) > 1:  # the mixture's quantiles lie between its components'

@@ -144,8 +144,11 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         on energy and yacht, lower on all 7 sets; see :ref:`defaults`). Merging
         (:func:`skbong.merge`) needs ``"conjugate"``. ``set_params`` after a fit takes
         effect from the next update.
-    calibration : {"prequential"} or None, default="prequential"
-        How :meth:`predict_interval` places its ends. ``"prequential"``: before it learns
+    calibration : {"auto", "prequential"} or None, default="auto"
+        How :meth:`predict_interval` places its ends. ``"auto"``: ``"prequential"`` for
+        the linear model, ``None`` for networks and user models, whose linearised
+        predictive of every row would cost a second pass over the belief (one 50-unit
+        layer: 79 against 39 µs per row). ``"prequential"``: before it learns
         a row the stream predicts it, and the probability integral transform u = F(y)
         of its target under that out-of-sample predictive is kept (a histogram per
         output); an interval's ends are the predictive quantiles at the levels where the
@@ -155,7 +158,8 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         sampling error; where it is not (heteroscedastic or heavy-tailed noise, a
         network still learning) they cover what they claim. ``None``: the model's own
         quantiles. ``predict(return_std=True)``, :meth:`predict_logpdf` and the samples
-        are the model's either way. See :ref:`defaults`.
+        are the model's either way. A change by ``set_params`` applies from the next
+        update (the histogram of the rows before it is kept). See :ref:`defaults`.
     drift : float in (0, 1], default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update. 1 (with
         ``process_noise=0``): a static model, for stationary data; below 1: the belief
@@ -245,7 +249,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         "obs_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "noise_discount": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
         "noise_posterior": [StrOptions({"auto", "conjugate", "factorised"})],
-        "calibration": [StrOptions({"prequential"}), None],
+        "calibration": [StrOptions({"auto", "prequential"}), None],
     }
     def __init__(
         self,
@@ -266,7 +270,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         obs_variance="auto",
         noise_discount="auto",
         noise_posterior="auto",
-        calibration="prequential",
+        calibration="auto",
         drift=1.0,
         process_noise=0.0,
         batch_size=1,
@@ -315,8 +319,10 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
     def _learns_noise(self):
         return isinstance(self.obs_variance, str)  # "auto"
 
-    def _pit_kind(self):
-        if self.calibration is None:
+    def _pit_kind(self, model):
+        if self.calibration is None or (
+            self.calibration == "auto" and not engine.models.is_linear(model)
+        ):
             return None
         return "plugin" if self._predictive_kind() == "plugin" else "linmc"
 

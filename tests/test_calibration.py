@@ -159,6 +159,7 @@ def test_calibration_none_keeps_no_histogram_and_set_params_switches():
     assert est._pit_counts.sum() == 5  # from the switch on
     with pytest.raises(ValueError, match="calibration"):
         BongRegressor(calibration="isotonic").fit(X, y)
+    assert BongRegressor().calibration == "auto"
 
 
 def test_merge_pools_the_shards_pit_histograms():
@@ -172,3 +173,23 @@ def test_merge_pools_the_shards_pit_histograms():
     merged = merge_posteriors(shards)
     np.testing.assert_array_equal(merged._pit_counts, sum(s._pit_counts for s in shards))
     assert merged._pit_counts.sum() == 60
+
+
+def test_a_networks_histogram_forgets_its_early_rows():
+    # each row's weight is multiplied by δ = 0.99 for every row after it, across calls
+    X, y = _data(n=30)
+    est = BongRegressor(hidden_layer_sizes=(3,), calibration="prequential", random_state=0)
+    est.fit(X[:20], y[:20]).partial_fit(X[20:], y[20:])
+    assert est._pit_counts.sum() == pytest.approx(np.sum(0.99 ** np.arange(30)), rel=1e-12)
+    linear = BongRegressor(random_state=0).fit(X, y)
+    assert linear._pit_counts.sum() == 30
+
+
+def test_auto_calibrates_the_linear_model_only():
+    X, y = _data(n=20)
+    assert BongRegressor(random_state=0).fit(X, y)._pit_counts is not None
+    net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
+    assert net._pit_counts is None and net._config().pit is None
+    lo, hi = net.predict_interval(X[:4])
+    ref = BongRegressor(hidden_layer_sizes=(3,), calibration=None, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(lo, ref.predict_interval(X[:4])[0])

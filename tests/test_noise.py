@@ -96,7 +96,7 @@ def test_weight_is_repeated_rows():
 def test_predictive_is_student_t():
     X, y = _data(seed=4)
     Xt, yt = _data(n=9, seed=5)
-    est = _reg().fit(X, y)
+    est = _reg(calibration=None).fit(X, y)  # the model's own quantiles (test_calibration)
     mean, V, a, b = nig_posterior(X, y)
     H = np.column_stack([Xt, np.ones(len(yt))])
     loc = H @ mean
@@ -269,7 +269,7 @@ def test_network_bank_evidence_is_discounted():
 def test_bank_predictive_is_the_mixture():
     X, y = _data(n=25, seed=10)
     Xt, yt = _data(n=5, seed=11)
-    bank = _reg(prior_variance="auto").fit(X, y)
+    bank = _reg(prior_variance="auto", calibration=None).fit(X, y)
     parts = [_reg(prior_variance=v).fit(X, y) for v in bank.prior_grid_]
     w = bank.prior_weights_
     dens = np.array([np.exp(p.predict_logpdf(Xt, yt)) for p in parts])

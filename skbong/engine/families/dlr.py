@@ -236,11 +236,16 @@ def marginal_var(state):
 
 
 def output_cov(state, jac):
-    """J Σ Jᵀ = J Υ⁻¹ Jᵀ − (J V)(J V)ᵀ for per-row Jacobians (n, C, P)."""
-    root = dlr_cov_root(state.prec_diag, state.prec_lr)
-    jv = jnp.einsum("ncp,pr->ncr", jac, root)
+    """J Σ Jᵀ = J Υ⁻¹ Jᵀ − (L⁻¹ c)ᵀ (L⁻¹ c) for per-row Jacobians (n, C, P), with
+    c = Wᵀ Υ⁻¹ Jᵀ and L Lᵀ = I + Wᵀ Υ⁻¹ W (Woodbury; the same numbers as J V with the
+    root V of :func:`~..linalg.dlr_cov_root`, without forming the (P, R) root: one
+    R × R Gram product over P, written on the rows Wᵀ, instead of two)."""
+    rows = state.prec_lr.T
+    _, inner, scaled = dlr_grams(state.prec_diag, rows)
+    c = jnp.einsum("rp,ncp->ncr", scaled, jac)
+    half = c @ unit_chol_inverse(inner).T
     return jnp.einsum("ncp,p,ndp->ncd", jac, 1.0 / state.prec_diag, jac) - jnp.einsum(
-        "ncr,ndr->ncd", jv, jv
+        "ncr,ndr->ncd", half, half
     )
 
 
