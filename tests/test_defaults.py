@@ -22,6 +22,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skbong import BongClassifier, BongRegressor
+from skbong import engine as E
 from skbong._regressor import AUTO_FULL_MAX
 from skbong.engine import DLRState, MeanCov
 from skbong.exceptions import NonFiniteUpdateError
@@ -168,11 +169,13 @@ def test_auto_family_is_the_full_covariance_for_the_linear_regressor():
     for a, b in zip(auto.posterior_, full.posterior_):
         np.testing.assert_array_equal(a, b)
     # networks, user models and wide linear models take dlr; the classifier always does
+    reg, clf = BongRegressor(), BongClassifier(family="auto")
+    assert reg._auto_family(E.MLP(n_features=AUTO_FULL_MAX - 1, n_outputs=1)) == "full"
+    assert reg._auto_family(E.MLP(n_features=AUTO_FULL_MAX, n_outputs=1)) == "dlr"  # P = max + 1
+    assert reg._auto_family(E.MLP(n_features=3, n_outputs=1, hidden=(3,))) == "dlr"
+    assert clf._auto_family(E.MLP(n_features=3, n_outputs=1)) == "dlr"
     net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
-    wide = BongRegressor(random_state=0).fit(rng.normal(size=(3, AUTO_FULL_MAX)), np.zeros(3))
-    clf = BongClassifier(family="auto", random_state=0).fit(X, y > 0)
-    assert (net.family_, wide.family_, clf.family_) == ("dlr", "dlr", "dlr")
-    assert isinstance(wide.posterior_, DLRState) and wide.n_params_ == AUTO_FULL_MAX + 1
+    assert net.family_ == "dlr" and isinstance(net.posterior_, DLRState)
     assert BongRegressor(family="dlr").fit(X, y).family_ == "dlr"  # an explicit choice stays
 
 
