@@ -18,6 +18,7 @@ map stays close to the identity, and uniform u's leave it there up to sampling e
 """
 
 import numpy as np
+import scipy.stats
 
 N_BINS = 200
 """Bins of the PIT histogram (quantiles interpolate linearly inside a bin)."""
@@ -41,6 +42,37 @@ def add(counts, pit, w, n_outputs, discount=1.0):
         bins = np.clip((pit[keep, c] * N_BINS).astype(np.int64), 0, N_BINS - 1)
         counts[c] += np.bincount(bins, weights=w[keep], minlength=N_BINS)
     return counts
+
+
+def step_dof(a0, w, batch_size, applied, discount):
+    """The noise posterior's shape a before each step of a call, (T, C): from its value
+    ``a0`` (C,) at the start, the stream's recursion a ← δ a + Σ w / 2 over the rows of
+    every step the stream applied (``applied`` (T,): accepted and not all padding; a
+    refused or padding step leaves a as it was). It depends on the weights alone."""
+    n_steps = len(applied)
+    pad = n_steps * batch_size - len(w)
+    half = 0.5 * np.concatenate([np.asarray(w, np.float64), np.zeros(pad)]).reshape(n_steps, -1).sum(1)
+    a0 = np.asarray(a0, np.float64)
+    if discount == 1.0:
+        after = a0 + np.cumsum(np.where(applied, half, 0.0))[:, None]
+        return np.concatenate([a0[None], after[:-1]])
+    out, a = np.empty((n_steps, len(a0))), a0
+    for t in range(n_steps):
+        out[t] = a
+        if applied[t]:
+            a = discount * a + half[t]
+    return out
+
+
+def pit(z, dof, batch_size):
+    """u = F(z) of standardised residuals ``z`` (n, C): the Student-t CDF with ``2 a`` degrees
+    of freedom of each row's step (``dof`` = a (T, C) of :func:`step_dof`), or the
+    standard normal CDF when the noise is fixed (``dof`` None)."""
+    z = np.asarray(z, np.float64)
+    if dof is None:
+        return scipy.stats.norm.cdf(z)
+    per_row = np.repeat(dof, batch_size, axis=0)[: len(z)]
+    return scipy.stats.t.cdf(z, 2.0 * per_row)
 
 
 def levels(counts, q):
@@ -75,4 +107,4 @@ def discount(model):
     return evidence_discount(model)
 
 
-__all__ = ["N_BINS", "PRIOR_ROWS", "add", "discount", "levels", "mixture_pit"]
+__all__ = ["N_BINS", "PRIOR_ROWS", "add", "discount", "levels", "mixture_pit", "pit", "step_dof"]

@@ -56,9 +56,10 @@ class StreamingMixin:
             noise = None
         if self._is_bank():
             return self._learn_bank(config, hyper, X, Y, w, noise, obs_var)
-        (new_state, new_noise), ok, sound, pit = self._run(
+        (new_state, new_noise), ok, sound, z = self._run(
             config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
         )
+        pit = self._pits(config, z, noise, w, ok)
         not_pd = np.zeros_like(ok)
         if not sound:  # the first pass's predictions came from beliefs that are replayed
             (new_state, new_noise), ok, not_pd = self._replay(config, hyper, X, Y, w, noise)
@@ -109,7 +110,7 @@ class StreamingMixin:
         """
         size, n_rows = int(self.batch_size), X.shape[0]
         with self._x64():
-            new, log_lik, pits, ok = engine.stream(
+            new, log_lik, z, ok = engine.stream(
                 config,
                 self._engine_state(self._state, noise),
                 self._prior_mean,
@@ -151,6 +152,10 @@ class StreamingMixin:
         gain, keep = discounted_gain(weighted, delta)
         pit = None
         if config.pit is not None:  # the mixture's PIT: each row under the weights before it
+            pits = np.stack([
+                self._pits(config, z[k], None if noise is None else (noise[0][k],), w, ok[k])
+                for k in range(len(z))
+            ])
             before = evidence_before_rows(np.where(alive, self._log_evidence, -np.inf), weighted, delta)
             pit = _calibration.mixture_pit(pits, before)
         # commit: nothing above changed the estimator
@@ -189,6 +194,22 @@ class StreamingMixin:
         if self.dtype == "float32":
             hints.append("dtype='float64'")
         return "Most likely to help: " + "; ".join(hints) + "."
+
+    def _pits(self, config, z, noise, w, ok):
+        """The PITs (n, C) of a call's rows from the stream's standardised residuals ``z``
+        (``Config.pit``), with the learned noise's degrees of freedom before each step
+        (``noise``: the noise posterior at the call's start, or None when fixed); None
+        without calibration."""
+        if config.pit is None or z is None:
+            return None
+        size = int(self.batch_size)
+        dof = None
+        if noise is not None:
+            n_steps = len(ok)
+            active = np.concatenate([w, np.zeros(n_steps * size - len(w), w.dtype)])
+            applied = ok & np.any(active.reshape(n_steps, size) != 0, axis=1)
+            dof = _calibration.step_dof(noise[0], w, size, applied, config.noise_discount)
+        return _calibration.pit(z, dof, size)
 
     def _record_pits(self, config, pit, w):
         """Add a committed call's prequential PITs (``Config.pit``) to the histogram of

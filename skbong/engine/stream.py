@@ -57,7 +57,7 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
         f = config.model.apply(state.mean, x)
         log_lik = _log_lik(config, family, state, None, x, y, f, hyper.obs_var)
         new, ok, bound = checked_update(config, state, x, y, w, hyper, key, active, bound)
-        out = f if config.pit is None else _pit(config, family, state, None, x, y, f, hyper.obs_var)
+        out = f if config.pit is None else _residual(config, family, state, x, y, f, hyper.obs_var)
         return new, (log_lik, out, ok | ~active), bound
     belief, noise = state if config.learn_noise else (state, None)
     if noise is not None:
@@ -66,7 +66,7 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
     predicted = family.predict(belief, mean0, hyper) if config.dynamic else belief
     f = config.model.apply(predicted.mean, x)
     log_lik = _log_lik(config, family, predicted, noise, x, y, f, hyper.obs_var)
-    out = f if config.pit is None else _pit(config, family, predicted, noise, x, y, f, hyper.obs_var)
+    out = f if config.pit is None else _residual(config, family, predicted, x, y, f, hyper.obs_var)
     new = update(config, predicted, x, y, w, hyper, key)
     if noise is not None:
         new_noise = noise_lib.update(
@@ -117,21 +117,15 @@ def _scale2(config, family, predicted, x, f, obs_var, linearised):
     return jnp.diagonal(family.output_cov(predicted, jac), axis1=1, axis2=2) + obs_var
 
 
-def _pit(config, family, predicted, noise, x, y, f, obs_var):
-    """u = F(y) for each target under the one-step predictive ``config.pit`` of the belief
-    before the row: Gaussian N(f, scale²) with a fixed noise, Student-t with 2a degrees of
-    freedom and that scale with a learned one (the distributions of the estimators'
-    ``predict_interval``). For a well-specified model u is uniform, whatever the belief
-    (exactly so for the conjugate linear-Gaussian model); what departs from uniform is
-    what the estimators' interval calibration corrects."""
+def _residual(config, family, predicted, x, y, f, obs_var):
+    """z = (y − f) / scale for each target under the one-step predictive ``config.pit`` of
+    the belief before the row (scale² of :func:`_scale2`): the probability integral
+    transform is u = F(z) with F the Student-t of the noise's 2a degrees of freedom, or
+    the standard normal at a fixed noise, which the estimators evaluate on the host (the
+    degrees of freedom before each step follow from the weights alone; a Student-t CDF
+    in the program would add an incomplete-beta loop to every stream's compilation)."""
     scale2 = _scale2(config, family, predicted, x, f, obs_var, config.pit == "linmc")
-    z = (y - f) / jnp.sqrt(scale2)
-    if noise is None:
-        return jax.scipy.special.ndtr(z)
-    nu = noise_lib.predictive_dof(noise)
-    # Student-t CDF: P(T ≤ −|z|) = I_{ν / (ν + z²)}(ν / 2, 1 / 2) / 2
-    tail = 0.5 * jax.scipy.special.betainc(0.5 * nu, 0.5, nu / (nu + z * z))
-    return jnp.where(z > 0, 1.0 - tail, tail)
+    return (y - f) / jnp.sqrt(scale2)
 
 
 def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None):

@@ -103,9 +103,10 @@ class Config:
     pit : str or None
         ``None``: the stream's per-row output is the plugin output f(x, μ). ``"linmc"``
         or ``"plugin"`` (a likelihood with additive Gaussian noise): it is each target's
-        probability integral transform u = F(y) under that one-step predictive, the
-        belief's before the row (Student-t with learned noise, Gaussian with a fixed
-        one), from which the estimators calibrate their intervals.
+        standardised residual z = (y − f) / scale under that one-step predictive, the
+        belief's before the row, from which the estimators compute the probability
+        integral transform u = F(z) (Student-t with learned noise, Gaussian with a
+        fixed one) and calibrate their intervals.
     """
 
     model: Any
