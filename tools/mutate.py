@@ -402,11 +402,19 @@ MUTANTS = [
     ),
     Mutant(
         "pit-gaussian-for-learned-noise",
-        "skbong/engine/stream.py",
-        "    if noise is None:\n        return jax.scipy.special.ndtr(z)",
-        "    if True:\n        return jax.scipy.special.ndtr(z)",
+        "skbong/_calibration.py",
+        "    if dof is None:\n        return scipy.stats.norm.cdf(z)",
+        "    if True:\n        return scipy.stats.norm.cdf(z)",
         ("tests/test_calibration.py",),
         "the PIT under a learned noise uses the Gaussian CDF, not the Student-t",
+    ),
+    Mutant(
+        "pit-dof-of-the-call-start",
+        "skbong/_calibration.py",
+        "    per_row = np.repeat(dof, batch_size, axis=0)[: len(z)]",
+        "    per_row = np.repeat(dof[:1], len(z), axis=0)",
+        ("tests/test_calibration.py",),
+        "every row's PIT takes the degrees of freedom of the call's first step",
     ),
     Mutant(
         "calibration-auto-on-networks",
