@@ -130,7 +130,7 @@ def _dlr_problem(p, rank, k, dtype, seed=0, scale=1.0):
 _dlr_checked = jax.jit(dlr.checked_ngd)
 
 
-@pytest.mark.parametrize("p, rank, k", [(5, 2, 1), (40, 10, 1), (40, 10, 3)])
+@pytest.mark.parametrize("p, rank, k", [(5, 2, 1), (40, 10, 3)])
 def test_dlr_checked_step_is_the_natural_step(p, rank, k):
     with jax.enable_x64(True):
         state, g, curv = _dlr_problem(p, rank, k, jnp.float64)
@@ -152,7 +152,7 @@ def _dlr_refused(state, g, curv):
 
 
 def test_dlr_padding_keeps_the_belief_and_reports_ok():
-    state, g, curv = _dlr_problem(20, 4, 1, jnp.float32)
+    state, g, curv = _dlr_problem(20, 4, 2, jnp.float32)
     new, ok, _ = _dlr_checked(state, g, curv, jnp.asarray(False), jnp.zeros((), jnp.float32))
     assert bool(ok)
     for a, b in zip(new, state):
@@ -161,7 +161,7 @@ def test_dlr_padding_keeps_the_belief_and_reports_ok():
 
 def test_dlr_overflowing_row_is_refused_unchanged():
     # squared factor entries past the float32 range: the generic step's result is invalid too
-    state, g, curv = _dlr_problem(20, 4, 1, jnp.float32, scale=1e20)
+    state, g, curv = _dlr_problem(20, 4, 2, jnp.float32, scale=1e20)
     assert not bool(E.FAMILIES["dlr"].is_valid(dlr.ngd(state, None, g, curv, 1.0)))
     _dlr_refused(state, g, curv)
 
@@ -176,18 +176,18 @@ def test_dlr_non_finite_curvature_is_refused_unchanged():
 
 def test_dlr_non_finite_gradient_is_refused_unchanged():
     # the factor is fine, the mean is not: only the O(P) part of the certificate sees it
-    state, g, curv = _dlr_problem(20, 4, 1, jnp.float32)
+    state, g, curv = _dlr_problem(20, 4, 2, jnp.float32)
     _dlr_refused(state, g, curv._replace(rest=curv.rest.at[2].set(jnp.inf)))
 
 
 @pytest.mark.parametrize("scale", [1.0, 1e3, 1e8, 1e15, 1e18, 1e25])
 def test_dlr_certificate_is_sound_and_refuses_only_near_overflow(scale):
     # what it accepts is_valid accepts; below tr(W̃ᵀW̃) ≈ M / k³ it accepts all is_valid does
-    state, g, curv = _dlr_problem(30, 5, 2, jnp.float32, scale=scale)
+    state, g, curv = _dlr_problem(20, 4, 2, jnp.float32, scale=scale)
     _, ok, _ = _dlr_checked(state, g, curv, jnp.asarray(True), jnp.zeros((), jnp.float32))
     valid = bool(E.FAMILIES["dlr"].is_valid(dlr.ngd(state, None, g, curv, 1.0)))
     assert valid or not bool(ok)
-    if scale <= 1e15:  # tr ≈ 60 scale² < M / 7³ ≈ 1e36
+    if scale <= 1e15:  # tr ≈ 40 scale² < M / 6³ ≈ 1.6e36
         assert bool(ok) and valid
 
 
