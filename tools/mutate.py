@@ -403,8 +403,8 @@ MUTANTS = [
     Mutant(
         "pit-gaussian-for-learned-noise",
         "skbong/_calibration.py",
-        "    if dof is None:\n        return scipy.stats.norm.cdf(z)",
-        "    if True:\n        return scipy.stats.norm.cdf(z)",
+        "    if dof is None:\n        return scipy.special.ndtr(z)",
+        "    if True:\n        return scipy.special.ndtr(z)",
         ("tests/test_calibration.py",),
         "the PIT under a learned noise uses the Gaussian CDF, not the Student-t",
     ),
