@@ -20,6 +20,8 @@ map stays close to the identity, and uniform u's leave it there up to sampling e
 import numpy as np
 import scipy.special
 
+from ._bank import evidence_discount
+
 N_BINS = 200
 """Bins of the PIT histogram (quantiles interpolate linearly inside a bin)."""
 
@@ -27,16 +29,16 @@ PRIOR_ROWS = 10.0
 """Weight of the uniform distribution the histogram starts from (a prior of ten rows)."""
 
 
-def add(counts, pit, w, n_outputs, discount=1.0):
+def add(counts, pit, w, n_outputs, delta=1.0):
     """The histogram ``counts`` (C, N_BINS) after rows of PITs ``pit`` (n, C) with weights
     ``w`` (n,); ``None`` counts start empty. Rows of zero weight and non-finite PITs
     (a refused row's prediction stays valid; NaN comes only from a non-finite
-    predictive) are left out. With ``discount`` δ < 1 every row's weight is multiplied
+    predictive) are left out. With ``delta`` δ < 1 every row's weight is multiplied
     by δ for each row after it (:func:`discount`)."""
     n = len(w)
-    counts = np.zeros((n_outputs, N_BINS)) if counts is None else counts * discount**n
+    counts = np.zeros((n_outputs, N_BINS)) if counts is None else counts * delta**n
     pit = np.asarray(pit, np.float64).reshape(n, n_outputs)
-    w = np.asarray(w, np.float64) * discount ** np.arange(n - 1, -1, -1.0)
+    w = np.asarray(w, np.float64) * delta ** np.arange(n - 1, -1, -1.0)
     for c in range(n_outputs):
         keep = (w > 0) & np.isfinite(pit[:, c])
         bins = np.clip((pit[keep, c] * N_BINS).astype(np.int64), 0, N_BINS - 1)
@@ -44,7 +46,15 @@ def add(counts, pit, w, n_outputs, discount=1.0):
     return counts
 
 
-def step_dof(a0, w, batch_size, applied, discount):
+def discount(model):
+    """δ of the PIT histogram per row: 1 for the linear model, whose prequential
+    predictions are those of the final model's own law; for networks and user models the
+    bank's evidence discount (:func:`~skbong._bank.evidence_discount`), since a network's
+    early predictions were made by a model that has since changed."""
+    return evidence_discount(model)
+
+
+def step_dof(a0, w, batch_size, applied, delta):
     """The noise posterior's shape a before each step of a call, (T, C): from its value
     ``a0`` (C,) at the start, the stream's recursion a ← δ a + Σ w / 2 over the rows of
     every step the stream applied (``applied`` (T,): accepted and not all padding; a
@@ -53,14 +63,14 @@ def step_dof(a0, w, batch_size, applied, discount):
     pad = n_steps * batch_size - len(w)
     half = 0.5 * np.concatenate([np.asarray(w, np.float64), np.zeros(pad)]).reshape(n_steps, -1).sum(1)
     a0 = np.asarray(a0, np.float64)
-    if discount == 1.0:
+    if delta == 1.0:
         after = a0 + np.cumsum(np.where(applied, half, 0.0))[:, None]
         return np.concatenate([a0[None], after[:-1]])
     out, a = np.empty((n_steps, len(a0))), a0
     for t in range(n_steps):
         out[t] = a
         if applied[t]:
-            a = discount * a + half[t]
+            a = delta * a + half[t]
     return out
 
 
@@ -93,18 +103,6 @@ def mixture_pit(pits, log_evidence_before):
     weights = np.exp(log_evidence_before - np.where(np.isfinite(top), top, 0.0))
     weights /= weights.sum(axis=0, keepdims=True)
     return np.einsum("kn,knc->nc", weights, np.nan_to_num(pits, nan=0.5))
-
-
-
-
-def discount(model):
-    """δ of the PIT histogram per row: 1 for the linear model, whose prequential
-    predictions are those of the final model's own law; for networks and user models the
-    bank's evidence discount (:func:`~skbong._bank.evidence_discount`), since a network's
-    early predictions were made by a model that has since changed."""
-    from ._bank import evidence_discount
-
-    return evidence_discount(model)
 
 
 __all__ = ["N_BINS", "PRIOR_ROWS", "add", "discount", "levels", "mixture_pit", "pit", "step_dof"]
