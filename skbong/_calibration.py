@@ -54,14 +54,16 @@ def discount(model):
     return evidence_discount(model)
 
 
-def step_dof(a0, w, batch_size, applied, delta):
+def step_dof(a0, w, batch_size, ok, delta):
     """The noise posterior's shape a before each step of a call, (T, C): from its value
     ``a0`` (C,) at the start, the stream's recursion a ← δ a + Σ w / 2 over the rows of
-    every step the stream applied (``applied`` (T,): accepted and not all padding; a
-    refused or padding step leaves a as it was). It depends on the weights alone."""
-    n_steps = len(applied)
+    every step the stream applied: accepted (``ok`` (T,)) and not all padding (the
+    weights are non-negative, so a step of zero total weight is padding); a refused or
+    padding step leaves a as it was. It depends on the weights alone."""
+    n_steps = len(ok)
     pad = n_steps * batch_size - len(w)
     half = 0.5 * np.concatenate([np.asarray(w, np.float64), np.zeros(pad)]).reshape(n_steps, -1).sum(1)
+    applied = ok & (half > 0)
     a0 = np.asarray(a0, np.float64)
     if delta == 1.0:
         after = a0 + np.cumsum(np.where(applied, half, 0.0))[:, None]

@@ -205,10 +205,7 @@ class StreamingMixin:
         size = int(self.batch_size)
         dof = None
         if noise is not None:
-            n_steps = len(ok)
-            active = np.concatenate([w, np.zeros(n_steps * size - len(w), w.dtype)])
-            applied = ok & np.any(active.reshape(n_steps, size) != 0, axis=1)
-            dof = _calibration.step_dof(noise[0], w, size, applied, config.noise_discount)
+            dof = _calibration.step_dof(noise[0], w, size, ok, config.noise_discount)
         return _calibration.pit(z, dof, size)
 
     def _record_pits(self, config, pit, w):
