@@ -173,7 +173,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             n_iter=int(self.n_iter),
             mc_samples=int(self.mc_samples),
             backtrack=int(self.backtrack),
-            dynamic=bool(self.drift != 1.0 or self.process_noise != 0.0),
+            dynamic=self._is_dynamic(),
             learn_noise=self._learns_noise(),
             noise_discount=self._noise_discount(model) if self._learns_noise() else 1.0,
             noise_coupled=self._noise_coupled(model) if self._learns_noise() else True,
@@ -198,6 +198,15 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         """``Config.pit`` for this engine model: the predictive whose PITs the stream
         reports for the interval calibration (regressor hook; ``None``: none)."""
         return None
+
+    def _window_rows(self, model):
+        """How many of the last learned rows the interval calibration keeps (regressor
+        hook, ``calibration="loo"``; 0: none)."""
+        return 0
+
+    def _is_dynamic(self):
+        """Whether the predict step (drift or process noise) runs before every update."""
+        return bool(self.drift != 1.0 or self.process_noise != 0.0)
 
     def _is_bank(self):
         """Whether the prior variance is learned by a bank of filters."""
@@ -291,6 +300,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             self._state, self._log_evidence = states[0], None
         self._noise = None
         self._pit_counts = None
+        self._window = self._loo_cache = None
         self._fit_signature = self._signature()
         self.family_ = config.family
         self._config_cache = (self._checked[0], config)

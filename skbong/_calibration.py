@@ -1,6 +1,18 @@
-"""Intervals calibrated on the prequential PITs (``calibration="prequential"``).
+"""Intervals calibrated on probability integral transforms (``calibration``): of the
+rows learned last under the current model's leave-one-out predictive (``"loo"``), or of
+every row under the stream's one-step predictive before it (``"prequential"``).
 
-Before the stream learns a row it predicts it: the probability integral transform
+``"loo"``, the linear model's default. The estimator keeps its last :data:`WINDOW_ROWS`
+learned rows; the calibration set is their PITs under the leave-one-out predictive of
+the current belief, which for the conjugate linear model is exact in closed form
+(:func:`loo_pit`): the final model's own out-of-sample errors. Under a misspecified
+linear model the prequential PITs are not those of the final model — its posterior
+narrows as it learns while its misfit stays — so on UCI energy the prequential
+calibration covered 0.862 of the test points at 90 % and the leave-one-out one 0.884.
+
+``"prequential"``, for networks (where the linearised leave-one-out correction is far
+off) and for streams whose rows must not be kept. Before the stream learns a row it
+predicts it: the probability integral transform
 u = F(y) of the row's target under that one-step predictive (``Config.pit``) is an
 out-of-sample check of the predictive, free in an online learner. Where the model is
 right, u is uniform (exactly so for the conjugate linear-Gaussian model: the
@@ -12,7 +24,7 @@ distribution of the u's (Kuleshov, Fenner & Ermon, "Accurate uncertainties for d
 learning using calibrated regression", ICML 2018, with the prequential u's of the stream
 in place of a held-out calibration set).
 
-H is a histogram of :data:`N_BINS` equal bins of [0, 1] per output, weighted by the
+Either way, H is a histogram of :data:`N_BINS` equal bins of [0, 1] per output, weighted by the
 rows' sample weights, plus :data:`PRIOR_ROWS` rows spread uniformly: with few rows the
 map stays close to the identity, and uniform u's leave it there up to sampling error.
 """
@@ -20,13 +32,17 @@ map stays close to the identity, and uniform u's leave it there up to sampling e
 import numpy as np
 import scipy.special
 
-from ._bank import evidence_discount
+from ._bank import NETWORK_EVIDENCE_DISCOUNT, evidence_discount
 
 N_BINS = 200
 """Bins of the PIT histogram (quantiles interpolate linearly inside a bin)."""
 
 PRIOR_ROWS = 10.0
 """Weight of the uniform distribution the histogram starts from (a prior of ten rows)."""
+
+WINDOW_ROWS = 1000
+"""Default ``calibration_rows``: the learned rows ``calibration="loo"`` keeps (the 5 %
+and 95 % levels of their histogram are then known to about ±0.007)."""
 
 
 def add(counts, pit, w, n_outputs, delta=1.0):
@@ -46,12 +62,15 @@ def add(counts, pit, w, n_outputs, delta=1.0):
     return counts
 
 
-def discount(model):
-    """δ of the PIT histogram per row: 1 for the linear model, whose prequential
-    predictions are those of the final model's own law; for networks and user models the
-    bank's evidence discount (:func:`~skbong._bank.evidence_discount`), since a network's
-    early predictions were made by a model that has since changed."""
-    return evidence_discount(model)
+def discount(config):
+    """δ of the prequential PIT histogram per row: 1 for the static linear model, whose
+    prequential predictions follow the law of the final model's; otherwise the bank's
+    evidence discount for networks (:func:`~skbong._bank.evidence_discount`, 0.99), since
+    a network's early predictions were made by a model that has since changed, and the
+    same for a linear model with ``drift`` < 1 or ``process_noise`` (a drifting stream,
+    ``drift=0.99``: the PITs of all rows calibrated 90 % intervals to 0.878 prequential
+    coverage, the last hundred or so rows' to 0.892)."""
+    return NETWORK_EVIDENCE_DISCOUNT if config.dynamic else evidence_discount(config.model)
 
 
 def step_dof(a0, w, batch_size, ok, delta):
@@ -97,6 +116,53 @@ def levels(counts, q):
     return np.array([np.interp(q, row, edges) for row in cdf])
 
 
+def loo_pit(y, weights, locs, scales, noise_var, dofs, w):
+    """The mixture PIT of each row, (n, C), under its leave-one-out predictive.
+
+    ``y`` (n, C) are rows the belief has learned with weights ``w`` (n,); ``locs`` and
+    ``scales`` (K, n, C) the location and squared scale of each component's predictive
+    at them (:meth:`~skbong._regression_face.RegressionFaceMixin._mixture`), ``noise_var``
+    ŝ (K, C) its noise variance and ``dofs`` 2a (K, C) its degrees of freedom (``inf`` at
+    a fixed noise); ``weights`` (K,) the components' weights.
+
+    In units of the noise, the row's leverage is h = w q with q = (scale² − ŝ) / ŝ the
+    parameters' share of the predictive. Removing the row (Sherman–Morrison) moves the
+    residual r = y − loc to r / (1 − h) and the parameters' share to q / (1 − h); the
+    learned noise loses its half-count and its share of the residual sum of squares,
+    a ← a − w/2 and b ← b − w r² / (2 (1 − h)) (the ridge identity
+    SSE₋ᵢ = SSE − w rᵢ² / (1 − hᵢ)). For the conjugate linear-Gaussian model at a fixed
+    prior variance this is exactly the predictive of the posterior of the other rows;
+    for ``drift`` < 1, ``dlr`` and the bank (whose weights are kept) a first-order
+    approximation. A row whose removal leaves no noise information (a ≤ w/2) gives NaN
+    and is left out of the histogram (:func:`add`).
+    """
+    y = np.asarray(y, np.float64)[None]
+    w = np.asarray(w, np.float64)[None, :, None]
+    s = np.asarray(noise_var, np.float64)[:, None, :]
+    a = 0.5 * np.asarray(dofs, np.float64)[:, None, :]
+    q = np.maximum(np.asarray(scales, np.float64) - s, 0.0) / s
+    keep = w * q < 1.0
+    h = np.where(keep, w * q, 0.0)
+    r = y - locs
+    a_loo = a - 0.5 * w
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s_loo = np.where(np.isinf(a), s, (a * s - 0.5 * w * r**2 / (1 - h)) / a_loo)
+        z = r / (1 - h) / np.sqrt(s_loo * (1 + q / (1 - h)))
+        u = np.where(np.isinf(a), scipy.special.ndtr(z), scipy.special.stdtr(2 * a_loo, z))
+    u = np.where(keep & (a_loo > 0) & (s_loo > 0), u, np.nan)
+    return np.einsum("k,knc->nc", np.asarray(weights, np.float64), u)
+
+
+def window_add(window, X, Y, w, size):
+    """The last ``size`` learned rows after a call's rows ``X``, ``Y``, ``w`` (copies,
+    never views of the caller's arrays); ``window`` is ``(X, Y, w)`` or ``None``."""
+    new = (X[-size:], Y[-size:], w[-size:])
+    if window is None:
+        return tuple(np.array(a) for a in new)
+    start = max(len(window[2]) + len(new[2]) - size, 0)  # of the old rows, those to keep
+    return tuple(np.concatenate([old[start:], a]) for old, a in zip(window, new))
+
+
 def mixture_pit(pits, log_evidence_before):
     """The bank's PIT of each row, (n, C): its filters' PITs ``pits`` (K, n, C) weighted
     by each filter's posterior weight before the row, softmax of
@@ -107,4 +173,16 @@ def mixture_pit(pits, log_evidence_before):
     return np.einsum("kn,knc->nc", weights, np.nan_to_num(pits, nan=0.5))
 
 
-__all__ = ["N_BINS", "PRIOR_ROWS", "add", "discount", "levels", "mixture_pit", "pit", "step_dof"]
+__all__ = [
+    "N_BINS",
+    "PRIOR_ROWS",
+    "WINDOW_ROWS",
+    "add",
+    "discount",
+    "levels",
+    "loo_pit",
+    "mixture_pit",
+    "pit",
+    "step_dof",
+    "window_add",
+]

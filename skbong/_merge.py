@@ -164,6 +164,11 @@ def merge_fitted(estimators, compare_model=True):
     counts = [getattr(e, "_pit_counts", None) for e in estimators]
     if any(c is not None for c in counts):  # each shard's PITs are out-of-sample: they pool
         out._pit_counts = sum(c for c in counts if c is not None)
+    windows = [w for w in (getattr(e, "_window", None) for e in estimators) if w is not None]
+    out._loo_cache = None
+    rows = first._window_rows(config.model)
+    if windows and rows:  # the kept rows of every shard, the last shard's last, as many as one keeps
+        out._window = tuple(np.array(np.concatenate(parts)[-rows:]) for parts in zip(*windows))
     out._publish(config)
     return out
 

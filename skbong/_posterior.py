@@ -209,10 +209,11 @@ class PosteriorMixin:
         return self._posterior_var
 
     # ------------------------------------------------------------ predicting
-    def _predict_rows(self, X, fn, state=None, sampled=False, **kw):
+    def _predict_rows(self, X, fn, state=None, sampled=False, validated=False, **kw):
         """Apply a jitted engine predictive to X in fixed-size row blocks (to the belief
         ``state``, a tuple of numpy arrays, default the fitted one).
 
+        ``validated=True``: X is rows the estimator has already checked (its own).
         ``sampled=True`` (a Monte Carlo predictive) computes in float64 whatever
         ``dtype``: XLA's float32 matrix kernels round differently for 8-, 128- and
         1024-row blocks (by ~1e-6 on the logits), so a row's averaged prediction would
@@ -220,7 +221,7 @@ class PosteriorMixin:
         """
         check_is_fitted(self, "_state")
         _check_not_forked()
-        if not self._is_plain_rows(X):
+        if not (validated or self._is_plain_rows(X)):
             X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         dt = np.float64 if sampled else self._jax_dtype()
         X = X.astype(dt, copy=False)

@@ -80,12 +80,13 @@ class RegressorFace:
     def _shape_output(self, a):
         return a if self._multi_output else a[:, 0]
 
-    def _mixture(self, X, kind, grad=False):
+    def _mixture(self, X, kind, grad=False, validated=False):
         """The predictive of y at X under ``kind`` as a mixture of Student-t / Gaussian
         components (one, or one per bank filter): weights (K,), locations and squared
         scales (K, n, C) float64 — scale² J Σ Jᵀ + ŝ (linmc), Var f + ŝ (mc) or ŝ (plugin)
         — and degrees of freedom (K, C) (``inf`` for a fixed noise). ``grad=True`` adds
-        the input gradients of the locations and squared scales, (K, n, C, D) each."""
+        the input gradients of the locations and squared scales, (K, n, C, D) each.
+        ``validated=True``: X is rows the estimator has checked (its calibration window)."""
         check_is_fitted(self, "_state")
         moments = engine.predictive.predict_moments_grad if grad else engine.predict_moments
         weights, dofs, outs = [], [], []
@@ -99,6 +100,7 @@ class RegressorFace:
                 ),
                 state=state,
                 sampled=kind == "mc",
+                validated=validated,
             )
             weights.append(wt)
             outs.append([a.astype(np.float64) for a in out])
@@ -201,10 +203,10 @@ class RegressorFace:
         learned, Gaussian ones when it is fixed, on the moments of ``predictive``
         (exact for ``linmc`` on a linear model; moment-matched for ``mc``); with
         ``prior_variance="auto"`` the quantiles of the bank's mixture (by bisection).
-        With the interval calibration (``calibration``) the quantiles are taken at the levels that the
-        prequential PITs of the rows learned so far map the tail probabilities to
-        (:mod:`skbong._calibration`): intervals that cover what they claim where the
-        model's noise is misspecified.
+        With the interval calibration (``calibration``) the quantiles are taken at the
+        levels that the calibration set's PITs map the tail probabilities to (the kept
+        rows' leave-one-out PITs, or the prequential ones; :mod:`skbong._calibration`):
+        intervals that cover what they claim where the model is misspecified.
 
         Parameters
         ----------
@@ -224,8 +226,8 @@ class RegressorFace:
         dist = scipy.stats.t(dofs[:, None, :], loc=locs, scale=np.sqrt(scales))
         tail = 0.5 - 0.5 * coverage
         levels = np.array([tail, 1 - tail])[:, None]  # (2, C) after calibration
-        counts = getattr(self, "_pit_counts", None)
-        if getattr(self, "calibration", None) is not None and counts is not None:
+        counts = self._calibration_counts()
+        if counts is not None:
             levels = np.stack([_calibration.levels(counts, q) for q in (tail, 1 - tail)])
         ends = [dist.ppf(levels[0]), dist.ppf(levels[1])]
         if len(weights) > 1:  # the mixture's quantiles lie between its components'
@@ -233,6 +235,31 @@ class RegressorFace:
         else:
             ends = [e[0] for e in ends]
         return self._shape_output(ends[0]), self._shape_output(ends[1])
+
+    def _calibration_counts(self):
+        """The PIT histogram that calibrates the intervals (:mod:`skbong._calibration`),
+        or ``None``: the prequential one, or the leave-one-out PITs of the kept rows under
+        the current belief, computed at the first call after an update and kept with the
+        counters of the belief it belongs to."""
+        if getattr(self, "calibration", None) is None:
+            return None
+        window = getattr(self, "_window", None)
+        if window is None:
+            return getattr(self, "_pit_counts", None)
+        version = self._predictive_kind()  # the cache goes with every change of the belief
+        cached = getattr(self, "_loo_cache", None)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        X, Y, w = window
+        weights, locs, scales, dofs = self._mixture(X, self._predictive_kind(), validated=True)
+        noise_var = [
+            self._obs_var if noise is None else noise[1] / noise[0]
+            for _, _, noise in self._components()
+        ]
+        pit = _calibration.loo_pit(Y, weights, locs, scales, np.array(noise_var), dofs, w)
+        counts = _calibration.add(None, pit, w, self._n_out)
+        self._loo_cache = (version, counts)
+        return counts
 
     @staticmethod
     def _mixture_quantile(dist, weights, q, component_quantiles):

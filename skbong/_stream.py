@@ -89,7 +89,7 @@ class StreamingMixin:
                 stacklevel=4,
             )
         # commit: nothing above changed the estimator
-        self._record_pits(config, pit, w)
+        self._record_calibration(config, pit, X, Y, w, np.repeat(ok, size)[:n_rows])
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
         self._n_steps += -(-n_rows // size)
@@ -158,8 +158,8 @@ class StreamingMixin:
             ])
             before = evidence_before_rows(np.where(alive, self._log_evidence, -np.inf), weighted, delta)
             pit = _calibration.mixture_pit(pits, before)
-        # commit: nothing above changed the estimator
-        self._record_pits(config, pit, w)
+        # commit: nothing above changed the estimator (the filters left learned every row)
+        self._record_calibration(config, pit, X, Y, w, np.ones(n_rows, bool))
         self._log_evidence = np.where(alive, keep * self._log_evidence + gain, -np.inf)
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
@@ -208,13 +208,21 @@ class StreamingMixin:
             dof = _calibration.step_dof(noise[0], w, size, ok, config.noise_discount)
         return _calibration.pit(z, dof, size)
 
-    def _record_pits(self, config, pit, w):
-        """Add a committed call's prequential PITs (``Config.pit``) to the histogram of
-        the interval calibration (:mod:`skbong._calibration`)."""
+    def _record_calibration(self, config, pit, X, Y, w, learned):
+        """Commit what a call adds to the interval calibration: its prequential PITs to
+        the histogram (``Config.pit``), or the rows it learned (``learned`` (n,)) to the
+        window of the last rows (:meth:`_window_rows`; rows of zero weight taught
+        nothing and are not kept)."""
         if config.pit is not None and pit is not None:
             counts = getattr(self, "_pit_counts", None)
-            delta = _calibration.discount(config.model)
+            delta = _calibration.discount(config)
             self._pit_counts = _calibration.add(counts, pit, w, self._n_out, delta)
+        self._loo_cache = None
+        size = self._window_rows(config.model)
+        if size:
+            keep = learned & (w > 0)
+            window = getattr(self, "_window", None)
+            self._window = _calibration.window_add(window, X[keep], Y[keep], w[keep], size)
 
     def _run(self, config, belief, hyper, X, Y, w, step0, callback=None):
         """Stream rows from ``belief = (state, noise)`` (tuples of numpy arrays; noise

@@ -1,6 +1,10 @@
-"""Intervals calibrated on the prequential PITs (``calibration="prequential"``).
+"""Intervals calibrated on PITs: the kept rows' leave-one-out PITs (``calibration="loo"``,
+the static linear model's default) and the stream's prequential ones
+(``calibration="prequential"``).
 
-The stream reports, for every row, u = F(y) under the one-step predictive of the belief
+For ``"loo"`` the reference is the posterior of the other rows, computed afresh in numpy
+for every row: the textbook normal–inverse-gamma predictive of the rows but one, or the
+Gaussian one at a fixed noise. For ``"prequential"`` the stream reports, for every row, u = F(y) under the one-step predictive of the belief
 before the row. The references: the textbook normal–inverse-gamma predictive
 Student-t(2a, hᵀμ, (b / a)(1 + hᵀ V h)) of the rows before (test_noise's numpy
 ``nig_posterior``), the Gaussian predictive at a fixed noise, and for the bank the
@@ -18,7 +22,7 @@ import scipy.special
 import scipy.stats
 from test_noise import PRIOR_VAR, _data, nig_log_evidence, nig_posterior
 
-from skbong import BongRegressor
+from skbong import BongRegressor, SkippedRowsWarning
 from skbong import _calibration as cal
 from skbong._bank import PRIOR_GRID
 from skbong.engine.models import OUTPUT_BIAS_VARIANCE
@@ -48,7 +52,8 @@ def _histogram(pits, w=None):
 
 
 def _reg(**kw):
-    params = dict(family="full", prior_variance=PRIOR_VAR, dtype="float64", random_state=0)
+    params = dict(family="full", prior_variance=PRIOR_VAR, dtype="float64", random_state=0,
+                  calibration="prequential")
     return BongRegressor(**{**params, **kw})
 
 
@@ -88,7 +93,8 @@ def test_weights_scale_a_row_and_zero_weight_rows_do_not_count():
 
 def test_bank_pit_is_the_mixture_under_the_weights_before_the_row():
     X, y = _data(n=25)
-    est = BongRegressor(family="full", prior_variance="auto", dtype="float64", random_state=0)
+    est = BongRegressor(family="full", prior_variance="auto", dtype="float64", random_state=0,
+                        calibration="prequential")
     est.fit(X, y)
     pits = []
     for t in range(len(y)):
@@ -117,13 +123,15 @@ def _heteroscedastic(n, seed):
     return X, y
 
 
-def test_calibrated_intervals_cover_what_they_claim_under_misspecified_noise():
+@pytest.mark.parametrize("kind", ["loo", "prequential"])
+def test_calibrated_intervals_cover_what_they_claim_under_misspecified_noise(kind):
     # heavy-tailed, heteroscedastic noise: the Student-t of a homoscedastic model misses
     # its 50 %, 80 % and 90 % levels by far more than the sampling error
     X, y = _heteroscedastic(4000, 0)
     Xte, yte = _heteroscedastic(8000, 1)
     model = BongRegressor(calibration=None, random_state=0).fit(X, y)
-    calibrated = BongRegressor(random_state=0).fit(X, y)
+    calibrated = BongRegressor(calibration=kind, calibration_rows=4000, random_state=0)
+    calibrated.fit(X, y)
 
     def coverage(est, level):
         lo, hi = est.predict_interval(Xte, coverage=level)
@@ -136,10 +144,11 @@ def test_calibrated_intervals_cover_what_they_claim_under_misspecified_noise():
         assert abs(coverage(calibrated, level) - level) < 0.03
 
 
-def test_well_specified_intervals_stay_the_models():
+@pytest.mark.parametrize("kind", ["loo", "prequential"])
+def test_well_specified_intervals_stay_the_models(kind):
     X, y = _data(n=3000, noise=0.5, seed=3)
     a = _reg(calibration=None).fit(X, y)
-    b = _reg().fit(X, y)
+    b = _reg(calibration=kind, calibration_rows=3000).fit(X, y)
     Xte = np.random.default_rng(4).normal(size=(200, 3))
     lo_a, hi_a = a.predict_interval(Xte)
     lo_b, hi_b = b.predict_interval(Xte)
@@ -181,15 +190,115 @@ def test_a_networks_histogram_forgets_its_early_rows():
     est = BongRegressor(hidden_layer_sizes=(3,), calibration="prequential", random_state=0)
     est.fit(X[:20], y[:20]).partial_fit(X[20:], y[20:])
     assert est._pit_counts.sum() == pytest.approx(np.sum(0.99 ** np.arange(30)), rel=1e-12)
-    linear = BongRegressor(random_state=0).fit(X, y)
+    linear = BongRegressor(calibration="prequential", random_state=0).fit(X, y)
     assert linear._pit_counts.sum() == 30
+    # so does a drifting linear model's: its early predictions came from a model since changed
+    drifting = BongRegressor(drift=0.999, calibration="prequential", random_state=0).fit(X, y)
+    assert drifting._pit_counts.sum() == pytest.approx(np.sum(0.99 ** np.arange(30)), rel=1e-12)
 
 
 def test_auto_calibrates_the_linear_model_only():
     X, y = _data(n=20)
-    assert BongRegressor(random_state=0).fit(X, y)._pit_counts is not None
+    static = BongRegressor(random_state=0).fit(X, y)  # leave-one-out on the kept rows
+    assert static._pit_counts is None and static._config().pit is None
+    assert len(static._window[0]) == 20
+    drifting = BongRegressor(drift=0.99, random_state=0).fit(X, y)  # one step ahead
+    assert drifting._pit_counts is not None and drifting._window is None
     net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
-    assert net._pit_counts is None and net._config().pit is None
+    assert net._pit_counts is None and net._window is None and net._config().pit is None
     lo, hi = net.predict_interval(X[:4])
     ref = BongRegressor(hidden_layer_sizes=(3,), calibration=None, random_state=0).fit(X, y)
     np.testing.assert_array_equal(lo, ref.predict_interval(X[:4])[0])
+
+
+# ---------------------------------------------------------------- leave-one-out
+
+
+def _loo_pits(X, y, w=None, obs_var=None, prior_var=PRIOR_VAR):
+    """u_i = F₋ᵢ(y_i) under the predictive of the posterior of every row but i (a new
+    unit-weight observation at x_i): NIG Student-t, or Gaussian at a fixed noise."""
+    w = np.ones(len(y)) if w is None else w
+    H = np.column_stack([X, np.ones(len(y))])
+    pits = []
+    for i in range(len(y)):
+        others = np.arange(len(y)) != i
+        if obs_var is None:
+            mean, V, a, b = nig_posterior(X[others], y[others], w[others], prior_var)
+            scale = np.sqrt(b / a * (1 + H[i] @ V @ H[i]))
+            pits.append(scipy.stats.t.cdf(y[i], 2 * a, H[i] @ mean, scale))
+        else:
+            prec = np.diag(1 / np.r_[np.full(X.shape[1], prior_var), OUTPUT_BIAS_VARIANCE])
+            cov = np.linalg.inv(prec + H[others].T @ (w[others, None] * H[others]) / obs_var)
+            mean = cov @ H[others].T @ (w[others] * y[others]) / obs_var
+            pits.append(scipy.stats.norm.cdf(y[i], H[i] @ mean, np.sqrt(H[i] @ cov @ H[i] + obs_var)))
+    return np.array(pits)
+
+
+@pytest.mark.parametrize("obs_variance", ["auto", 0.3])
+def test_loo_pits_are_the_predictives_of_the_other_rows(obs_variance):
+    X, y = _data(n=40)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, size=40)
+    for weights in (None, w):
+        est = _reg(calibration="loo", obs_variance=obs_variance).fit(X, y, sample_weight=weights)
+        ref = _loo_pits(X, y, weights, None if obs_variance == "auto" else obs_variance)
+        expected = _histogram(ref, weights)
+        np.testing.assert_array_equal(est._calibration_counts(), expected)
+
+
+def test_the_banks_loo_pit_is_the_mixture_under_its_weights():
+    # each filter's leave-one-out predictive, mixed under the bank's weights after all the
+    # rows (the weights are not recomputed without the row: documented approximation)
+    X, y = _data(n=25)
+    est = BongRegressor(family="full", prior_variance="auto", dtype="float64", random_state=0,
+                        calibration="loo").fit(X, y)
+    weights = scipy.special.softmax([nig_log_evidence(X, y, v) for v in PRIOR_GRID])
+    keep = weights >= 1e-9  # the bank leaves out filters of smaller weight
+    ref = sum(wk * _loo_pits(X, y, prior_var=v) for wk, v in zip(weights[keep], PRIOR_GRID[keep]))
+    ref /= weights[keep].sum()
+    np.testing.assert_array_equal(est._calibration_counts(), _histogram(ref))
+
+
+def test_loo_keeps_the_last_rows_it_learned():
+    X, y = _data(n=50)
+    w = np.ones(50)
+    w[[3, 47]] = 0.0  # taught nothing: not kept
+    est = _reg(calibration="loo", calibration_rows=30)
+    est.partial_fit(X[:7], y[:7], sample_weight=w[:7])
+    est = pickle.loads(pickle.dumps(est))
+    for t in range(7, 50, 9):
+        est.partial_fit(X[t : t + 9], y[t : t + 9], sample_weight=w[t : t + 9])
+    learned = np.flatnonzero(w > 0)[-30:]
+    np.testing.assert_array_equal(est._window[0], X[learned])
+    np.testing.assert_array_equal(est._window[1][:, 0], y[learned])
+    # the histogram follows the belief: after another update it is recomputed
+    before = est._calibration_counts().copy()
+    est.partial_fit(X[:5], y[:5] + 3.0)
+    assert not np.array_equal(est._calibration_counts(), before)
+    fresh = _reg(calibration="loo", calibration_rows=30).fit(X[learned[-25:]], y[learned[-25:]])
+    assert fresh._calibration_counts().sum() == 25
+
+
+def test_loo_leaves_refused_rows_out():
+    X, y = _data(n=12)
+    X[5] = 1e30  # an update that overflows in float32: refused with on_error="skip"
+    est = BongRegressor(family="full", calibration="loo", on_error="skip")
+    with pytest.warns(SkippedRowsWarning):
+        est.fit(X, y)
+    assert est.n_skipped_ == 1
+    np.testing.assert_array_equal(est._window[0], X[np.arange(12) != 5].astype(np.float32))
+
+
+def test_loo_merges_the_shards_rows_and_refuses_networks():
+    from sklearn.base import clone
+
+    from skbong import merge_posteriors
+
+    X, y = _data(n=60)
+    shards = [clone(_reg(calibration="loo")).fit(X[i::3], y[i::3]) for i in range(3)]
+    merged = merge_posteriors(shards)
+    np.testing.assert_array_equal(merged._window[0], np.concatenate([X[i::3] for i in range(3)]))
+    assert merged._calibration_counts().sum() == 60
+    net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="calibration='prequential'"):
+        net.set_params(calibration="loo").partial_fit(X[:5], y[:5])
+    assert net.n_observations_ == 60  # nothing from the refused call

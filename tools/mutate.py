@@ -451,7 +451,7 @@ MUTANTS = [
     Mutant(
         "pit-network-not-discounted",
         "skbong/_stream.py",
-        "            delta = _calibration.discount(config.model)",
+        "            delta = _calibration.discount(config)",
         "            delta = 1.0",
         ("tests/test_calibration.py",),
         "a network's PIT histogram (calibration='prequential') keeps its early rows at full weight",

@@ -66,7 +66,11 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
     predicted = family.predict(belief, mean0, hyper) if config.dynamic else belief
     f = config.model.apply(predicted.mean, x)
     log_lik = _log_lik(config, family, predicted, noise, x, y, f, hyper.obs_var)
-    out = f if config.pit is None else _residual(config, family, predicted, x, y, f, hyper.obs_var)
+    if config.pit is None:
+        out = f
+    else:  # under the predictive the estimator serves: the belief before the drift step
+        f_now = config.model.apply(belief.mean, x) if config.dynamic else f
+        out = _residual(config, family, belief, x, y, f_now, hyper.obs_var)
     new = update(config, predicted, x, y, w, hyper, key)
     if noise is not None:
         new_noise = noise_lib.update(
@@ -117,14 +121,14 @@ def _scale2(config, family, predicted, x, f, obs_var, linearised):
     return jnp.diagonal(family.output_cov(predicted, jac), axis1=1, axis2=2) + obs_var
 
 
-def _residual(config, family, predicted, x, y, f, obs_var):
+def _residual(config, family, belief, x, y, f, obs_var):
     """z = (y − f) / scale for each target under the one-step predictive ``config.pit`` of
     the belief before the row (scale² of :func:`_scale2`): the probability integral
     transform is u = F(z) with F the Student-t of the noise's 2a degrees of freedom, or
     the standard normal at a fixed noise, which the estimators evaluate on the host (the
     degrees of freedom before each step follow from the weights alone; a Student-t CDF
     in the program would add an incomplete-beta loop to every stream's compilation)."""
-    scale2 = _scale2(config, family, predicted, x, f, obs_var, config.pit == "linmc")
+    scale2 = _scale2(config, family, belief, x, f, obs_var, config.pit == "linmc")
     return (y - f) / jnp.sqrt(scale2)
 
 
