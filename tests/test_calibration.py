@@ -197,6 +197,22 @@ def test_a_networks_histogram_forgets_its_early_rows():
     assert drifting._pit_counts.sum() == pytest.approx(np.sum(0.99 ** np.arange(30)), rel=1e-12)
 
 
+def test_a_drifting_models_pits_are_under_the_predictive_it_serves():
+    # the histogram calibrates predict_interval's predictive: the belief after the last
+    # update, before the next drift step (not the drifted one the update starts from)
+    X, y = _data(n=40)
+    est = _reg(drift=0.9, obs_variance=0.3)
+    bins = []
+    for t in range(len(y)):
+        if t:
+            before = est._pit_counts.copy()
+            mean, std = est.predict(X[t : t + 1], return_std=True)
+            bins.append(int(scipy.stats.norm.cdf(y[t], mean[0], std[0]) * cal.N_BINS))
+        est.partial_fit(X[t : t + 1], y[t : t + 1])
+        if t:
+            assert np.flatnonzero(est._pit_counts[0] - 0.99 * before[0] > 0.5).tolist() == [bins[-1]]
+
+
 def test_auto_calibrates_the_linear_model_only():
     X, y = _data(n=20)
     static = BongRegressor(random_state=0).fit(X, y)  # leave-one-out on the kept rows
