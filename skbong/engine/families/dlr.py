@@ -98,11 +98,12 @@ def _natural_step(state, prior, g, curv, alpha):
         rest = _kl_gradient(state, prior, rest)
         prec_diag = (1.0 - alpha) * state.prec_diag + alpha * prior.prec_diag
         parts = [jnp.sqrt(1.0 - alpha) * state.prec_lr, jnp.sqrt(alpha) * prior.prec_lr, factor]
-    if state.mean.shape[0] >= TALL_FROM:  # W̃ stored P-major, seen through a transpose
+    tall = state.mean.shape[0] >= TALL_FROM
+    if tall:  # W̃ stored P-major, seen through a transpose
         rows = jnp.concatenate(parts, axis=1).T
     else:  # W̃ᵀ stored k-major
         rows = jnp.concatenate([a.T for a in parts])
-    gram, inner, scaled = dlr_grams(prec_diag, rows)
+    gram, inner, scaled = dlr_grams(prec_diag, rows, tall)
     lead = jnp.zeros((rows.shape[0] - factor.shape[1],), rows.dtype)
     coef = jnp.concatenate([lead, coef / root])  # B u = W̃ [0; u / √α]
     mean = state.mean + alpha * dlr_solve(prec_diag, rows, scaled, inner, coef, rest)
