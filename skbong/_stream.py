@@ -15,7 +15,14 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from . import _calibration, engine
 from ._bank import PRIOR_GRID, discounted_gain, evidence_before_rows, evidence_discount
 from ._guard import _check_not_forked
-from .exceptions import NonFiniteUpdateError, SkippedRowsWarning
+from .exceptions import DivergenceWarning, NonFiniteUpdateError, SkippedRowsWarning
+
+DIVERGENCE_MIN_ROWS = 20
+"""A call's rows of nonzero weight below which no divergence is diagnosed."""
+
+DIVERGENCE_RATIO = 100.0
+"""How many times the error of knowing nothing the one-step-ahead predictions' mean
+squared error must reach to diagnose divergence (:class:`~skbong.DivergenceWarning`)."""
 
 
 def _is_sound(family, state):
@@ -89,13 +96,16 @@ class StreamingMixin:
                 stacklevel=4,
             )
         # commit: nothing above changed the estimator
-        self._record_calibration(config, pit, X, Y, w, np.repeat(ok, size)[:n_rows])
+        learned = np.repeat(ok, size)[:n_rows]
+        self._record_calibration(config, pit, X, Y, w, learned)
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
         self._n_steps += -(-n_rows // size)
         self.n_skipped_ += int(np.minimum(size, n_rows - bad * size).sum())  # real rows only
         self.n_observations_ += int(n_rows)
         self._publish(config)
+        if sound and config.pit is None and config.impl.likelihood.additive_noise:
+            self._warn_if_diverging(config, X, Y, z, w * learned)
 
     def _learn_bank(self, config, hyper, X, Y, w, noise, obs_var):
         """:meth:`_learn` for the bank of prior variances (``prior_variance="auto"``).
@@ -166,6 +176,33 @@ class StreamingMixin:
         self._n_steps += -(-n_rows // size)
         self.n_observations_ += int(n_rows)
         self._publish(config)
+
+    def _warn_if_diverging(self, config, X, Y, f, w):
+        """A :class:`~skbong.exceptions.DivergenceWarning` when the one-step-ahead
+        predictions ``f`` (n, C) of the second half of a call's rows of nonzero weight
+        ``w`` (zero for a refused row: its prediction was made at the input that broke
+        the update; at least :data:`DIVERGENCE_MIN_ROWS` rows in all) have a mean squared error above
+        :data:`DIVERGENCE_RATIO` times both the variance of their targets and their mean
+        square, for some output: far worse than knowing nothing."""
+        keep = w > 0
+        n = int(keep.sum())
+        if n < DIVERGENCE_MIN_ROWS:
+            return
+        y, f = Y[keep][n // 2 :].astype(np.float64), np.asarray(f)[keep][n // 2 :]
+        mse = np.mean((y - f) ** 2, axis=0)
+        base = np.maximum(np.var(y, axis=0), np.mean(y**2, axis=0))
+        if not np.any(mse > DIVERGENCE_RATIO * base):
+            return
+        worst = float(np.max(mse / np.where(base > 0, base, np.finfo(np.float64).tiny)))
+        warnings.warn(
+            f"{type(self).__name__}: the one-step-ahead predictions of the last {len(y)} rows "
+            f"of this call had {worst:.3g}× the mean squared error of predicting the "
+            f"targets' mean: the updates are diverging (family={config.family!r}, "
+            f"rule={self.rule!r}, hessian={self.hessian!r}), and the model has not learned "
+            f"these rows although every update was finite. {self._diagnosis(config, X)}",
+            DivergenceWarning,
+            stacklevel=4,
+        )
 
     def _diagnosis(self, config, X):
         """What most likely helps, read from the inputs and the settings in use."""

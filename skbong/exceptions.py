@@ -24,3 +24,19 @@ class SkippedRowsWarning(UserWarning):
     setting most likely to help; ``n_skipped_`` counts them over the estimator's life.
     A model that skipped a large fraction of its rows has learned from the rest only.
     """
+
+
+class DivergenceWarning(UserWarning):
+    """``fit`` / ``partial_fit`` learned rows whose one-step-ahead predictions were far
+    worse than knowing nothing: the updates are diverging.
+
+    Raised for a Gaussian-noise regressor when, over the second half of a call of at
+    least 20 rows, the mean squared error of the predictions the stream made before
+    learning each row exceeds 100 times the variance of those rows' targets and their
+    mean square (the error of predicting their mean, and of predicting 0). Every update
+    was finite and valid, so nothing was refused, but the model has not learned the data:
+    a published algorithm overshooting as published (``family="diag"`` on a wide linear
+    model, whose diagonal gain J Σ Jᵀ / R grows with the number of parameters), or a
+    learning rate too large for a plain-gradient rule. The message names the setting
+    most likely to help.
+    """

@@ -43,7 +43,8 @@ def test_import_loads_neither_jax_nor_sklearn():
     assert got["heavy"] == []
     # every public name resolves on first use, and dir() lists it
     assert set(got["names"]) == {
-        "BongClassifier", "BongPoissonRegressor", "BongRegressor", "NonFiniteUpdateError",
+        "BongClassifier", "BongPoissonRegressor", "BongRegressor", "DivergenceWarning",
+        "NonFiniteUpdateError",
         "SkippedRowsWarning", "StreamingPipeline", "VariationalClassifier",
         "VariationalRegressor", "enable_compilation_cache", "expected_failed_checks",
         "fit_partitions", "make_streaming_pipeline", "merge_posteriors", "__version__",

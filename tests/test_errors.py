@@ -21,12 +21,13 @@ it as it was.
 import copy
 import re
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from skbong import BongClassifier, BongRegressor, NonFiniteUpdateError
+from skbong import BongClassifier, BongRegressor, DivergenceWarning, NonFiniteUpdateError
 
 N, D = 24, 3
 RNG = np.random.default_rng(3)
@@ -318,6 +319,38 @@ def test_non_finite_update_names_rows_of_batch():
     Xb[7] = 1e30
     with pytest.raises(NonFiniteUpdateError, match=r"rows 6\.\.7"):
         est.fit(Xb, Y)
+
+
+def _wide_linear(n, d=100, seed=0):
+    rng = np.random.default_rng(seed)
+    Xw = rng.normal(size=(n, d))
+    return Xw, Xw @ (rng.normal(size=d) / np.sqrt(d)) + 0.1 * rng.normal(size=n)
+
+
+def test_a_diverging_stream_warns_and_names_the_family():
+    # VD-EKF on a 100-feature linear model: the diagonal gain Σᵢ σᵢ² xᵢ² / R is far above
+    # one, every step overshoots its target and the mean oscillates outward; each update
+    # is finite, so nothing is refused. The warning is what makes it loud.
+    Xw, yw = _wide_linear(400)
+    with pytest.warns(DivergenceWarning, match=r"family='diag'.*Most likely to help: family='diag'"):
+        est = BongRegressor(family="diag", random_state=0).fit(Xw, yw)
+    assert est.n_skipped_ == 0 and np.sqrt(np.mean((est.predict(Xw) - yw) ** 2)) > 10 * np.std(yw)
+    # the exact posterior on the same rows learns them, silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        good = BongRegressor(random_state=0).fit(Xw, yw)
+    assert np.sqrt(np.mean((good.predict(Xw) - yw) ** 2)) < 0.5 * np.std(yw)
+
+
+def test_no_divergence_warning_for_short_calls_or_constant_targets():
+    Xw, yw = _wide_linear(400)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = BongRegressor(family="diag", random_state=0)
+        for start in range(0, 57, 19):  # calls of 19 rows: too few to judge
+            est.partial_fit(Xw[start : start + 19], yw[start : start + 19])
+        # a constant target: its variance is 0, its mean square is not
+        BongRegressor(random_state=0).fit(Xw[:60, :3], np.full(60, 5.0))
 
 
 def test_on_error_skip_counts_and_skips():

@@ -521,6 +521,30 @@ MUTANTS = [
         ("tests/test_calibration.py",),
         "the prequential PIT is taken under the drifted belief, not the one predict_interval serves",
     ),
+    Mutant(
+        "divergence-never-warns",
+        "skbong/_stream.py",
+        "        if not np.any(mse > DIVERGENCE_RATIO * base):",
+        "        if True:",
+        ("tests/test_errors.py::test_a_diverging_stream_warns_and_names_the_family",),
+        "a diverging stream of finite updates passes silently",
+    ),
+    Mutant(
+        "divergence-against-variance-only",
+        "skbong/_stream.py",
+        "        base = np.maximum(np.var(y, axis=0), np.mean(y**2, axis=0))",
+        "        base = np.var(y, axis=0)",
+        ("tests/test_errors.py::test_no_divergence_warning_for_short_calls_or_constant_targets",),
+        "a constant target (variance 0) is diagnosed as diverging",
+    ),
+    Mutant(
+        "divergence-any-call-length",
+        "skbong/_stream.py",
+        "        if n < DIVERGENCE_MIN_ROWS:\n            return\n",
+        "",
+        ("tests/test_errors.py::test_no_divergence_warning_for_short_calls_or_constant_targets",),
+        "calls too short to judge are diagnosed",
+    ),
 ]
 
 
