@@ -239,8 +239,8 @@ class RegressorFace:
     def _calibration_counts(self):
         """The PIT histogram that calibrates the intervals (:mod:`skbong._calibration`),
         or ``None``: the prequential one, or the leave-one-out PITs of the kept rows under
-        the current belief, computed at the first call after an update and kept with the
-        counters of the belief it belongs to."""
+        the current belief, computed at the first call after an update and kept until the
+        next (every update, reset and merge drops it; the key is the predictive kind)."""
         if getattr(self, "calibration", None) is None:
             return None
         window = getattr(self, "_window", None)
