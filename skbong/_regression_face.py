@@ -80,6 +80,10 @@ class RegressorFace:
     def _shape_output(self, a):
         return a if self._multi_output else a[:, 0]
 
+    def _noise_variance(self, noise):
+        """A component's noise variance ŝ: the fixed one, or b / a of its learned noise."""
+        return self._obs_var if noise is None else noise[1] / noise[0]
+
     def _mixture(self, X, kind, grad=False, validated=False):
         """The predictive of y at X under ``kind`` as a mixture of Student-t / Gaussian
         components (one, or one per bank filter): weights (K,), locations and squared
@@ -91,7 +95,7 @@ class RegressorFace:
         moments = engine.predictive.predict_moments_grad if grad else engine.predict_moments
         weights, dofs, outs = [], [], []
         for wt, state, noise in self._components():
-            obs_var = self._obs_var if noise is None else noise[1] / noise[0]
+            obs_var = self._noise_variance(noise)
             hyper = engine.Hyper(None, np.asarray(obs_var, self._jax_dtype()), None, None, None)
             out = self._predict_rows(
                 X,
@@ -252,10 +256,7 @@ class RegressorFace:
             return cached[1]
         X, Y, w = window
         weights, locs, scales, dofs = self._mixture(X, self._predictive_kind(), validated=True)
-        noise_var = [
-            self._obs_var if noise is None else noise[1] / noise[0]
-            for _, _, noise in self._components()
-        ]
+        noise_var = [self._noise_variance(noise) for _, _, noise in self._components()]
         pit = _calibration.loo_pit(Y, weights, locs, scales, np.array(noise_var), dofs, w)
         counts = _calibration.add(None, pit, w, self._n_out)
         self._loo_cache = (version, counts)
