@@ -8,7 +8,7 @@ the current belief, which for the conjugate linear model is exact in closed form
 (:func:`loo_pit`): the final model's own out-of-sample errors. Under a misspecified
 linear model the prequential PITs are not those of the final model — its posterior
 narrows as it learns while its misfit stays — so on UCI energy the prequential
-calibration covered 0.862 of the test points at 90 % and the leave-one-out one 0.884.
+calibration covered 0.862 of the test points at 90 % and the leave-one-out one 0.886.
 
 ``"prequential"``, for networks (where the linearised leave-one-out correction is far
 off) and for streams whose rows must not be kept. Before the stream learns a row it
