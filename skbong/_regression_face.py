@@ -250,16 +250,16 @@ class RegressorFace:
         window = getattr(self, "_window", None)
         if window is None:
             return getattr(self, "_pit_counts", None)
-        version = self._predictive_kind()  # the cache goes with every change of the belief
+        kind = self._predictive_kind()  # the cache's key; every change of the belief drops it
         cached = getattr(self, "_loo_cache", None)
-        if cached is not None and cached[0] == version:
+        if cached is not None and cached[0] == kind:
             return cached[1]
         X, Y, w = window
-        weights, locs, scales, dofs = self._mixture(X, self._predictive_kind(), validated=True)
+        weights, locs, scales, dofs = self._mixture(X, kind, validated=True)
         noise_var = [self._noise_variance(noise) for _, _, noise in self._components()]
         pit = _calibration.loo_pit(Y, weights, locs, scales, np.array(noise_var), dofs, w)
         counts = _calibration.add(None, pit, w, self._n_out)
-        self._loo_cache = (version, counts)
+        self._loo_cache = (kind, counts)
         return counts
 
     @staticmethod
