@@ -27,8 +27,9 @@ Cases
   it so on this data set).
 * a drifting synthetic regression stream (5 standard-normal features, the weight vector
   rotating once over the stream, intercept 1, noise s.d. 0.5), prequential, with
-  BongRegressor() and BongRegressor(drift=0.99) side by side; no scaling (the features
-  are standard by construction).
+  BongRegressor(), BongRegressor(drift="auto") (the drift learned by a bank of filters)
+  and BongRegressor(drift=0.99) side by side; no scaling (the features are standard by
+  construction).
 
 Outside the diabetes and stream cases the features are standardised by a scaler fitted
 on the training part (75 % / 25 % split, stratified for classification, seed 0).
@@ -689,6 +690,8 @@ def stream_cases(quick):
     )
     models = [
         ("BongRegressor()", lambda: BongStreamRegressor(BongRegressor(random_state=0))),
+        ('BongRegressor(drift="auto")',
+         lambda: BongStreamRegressor(BongRegressor(drift="auto", random_state=0))),
         ("BongRegressor(drift=0.99)",
          lambda: BongStreamRegressor(BongRegressor(drift=0.99, random_state=0))),
         ("SGDRegressor() partial_fit", SGDStreamRegressor),

@@ -1,9 +1,11 @@
-"""The bank of prior variances (``prior_variance="auto"``): its grid, its weights from
-the online evidence, and the filters that predictions mix.
+"""The bank of filters (``prior_variance="auto"`` and/or ``drift="auto"``): its grid, its
+weights from the online evidence, and the filters that predictions mix.
 
-The bank's filters are stacked on a leading axis of ``_state`` (and ``_noise``), and
-``_log_evidence`` holds each filter's cumulative log predictive density (``None``
-without a bank); :mod:`skbong._base` runs them.
+The bank runs one filter per pair (prior variance, drift) of the product of the two
+grids (:data:`PRIOR_GRID` or the fixed ``prior_variance``, times :data:`DRIFT_GRID` or
+the fixed ``drift``), prior-major. Its filters are stacked on a leading axis of
+``_state`` (and ``_noise``), and ``_log_evidence`` holds each filter's cumulative log
+predictive density (``None`` without a bank); :mod:`skbong._base` runs them.
 """
 
 import numpy as np
@@ -15,11 +17,25 @@ from . import engine
 PRIOR_GRID = 10.0 ** np.arange(-3, 4)
 """Prior variances of the bank that ``prior_variance="auto"`` runs (K = 7, 10⁻³ … 10³)."""
 
+DRIFT_GRID = np.array([1.0, 0.999, 0.99])
+"""OU drifts γ of the bank that ``drift="auto"`` runs (K = 3): a static model, and models
+whose belief forgets toward the prior with a memory of about 1/(1 − γ²) ≈ 500 and 50
+rows."""
+
 _MIN_WEIGHT = 1e-9
 """Bank filters with a smaller posterior weight are left out of predictions."""
 
 NETWORK_EVIDENCE_DISCOUNT = 0.99
 """δ of a network's online evidence per row (about the last 100 rows' predictions)."""
+
+
+def bank_grid(prior_variance, drift):
+    """The bank's filters as two aligned arrays (K,): the prior variance and the drift of
+    each, the product of :data:`PRIOR_GRID` (or the fixed ``prior_variance``) and
+    :data:`DRIFT_GRID` (or the fixed ``drift``), prior-major."""
+    priors = PRIOR_GRID if isinstance(prior_variance, str) else np.array([float(prior_variance)])
+    drifts = DRIFT_GRID if isinstance(drift, str) else np.array([float(drift)])
+    return np.repeat(priors, len(drifts)), np.tile(drifts, len(priors))
 
 
 def evidence_discount(model):
@@ -59,13 +75,32 @@ class PriorBankMixin:
     """The bank's fitted attributes and the components predictions mix (one filter of
     weight 1 without a bank)."""
 
-    def _components(self):
+    def _is_bank(self):
+        """Whether a bank of filters learns the prior variance and/or the drift."""
+        return isinstance(self.prior_variance, str) or isinstance(self.drift, str)  # "auto"
+
+    def _bank_grid(self):
+        """(prior variances, drifts) of the bank's filters, each (K,) (:func:`bank_grid`)."""
+        return bank_grid(self.prior_variance, self.drift)
+
+    def _filter_weights(self):
+        """Posterior weight of every filter of the bank, (K,): the softmax of the log
+        evidence (zero for a dropped filter)."""
+        log_w = self._log_evidence - np.max(self._log_evidence)
+        weights = np.exp(log_w)
+        return weights / weights.sum()
+
+    def _components(self, static_only=False):
         """The filters that predictions use: ``(weight, state, noise)`` with the state
         and noise as tuples of numpy arrays (noise None when it is fixed). One filter of
-        weight 1, or the bank's filters of weight ≥ :data:`_MIN_WEIGHT` (renormalised)."""
+        weight 1, or the bank's filters of weight ≥ :data:`_MIN_WEIGHT` (renormalised);
+        ``static_only``: the bank's filters of drift 1 only (``drift="auto"``)."""
         if self._log_evidence is None:
             return [(1.0, self._state, self._noise)]
-        weights = self.prior_weights_
+        weights = self._filter_weights()
+        if static_only:
+            weights = np.where(self._bank_grid()[1] == 1.0, weights, 0.0)
+            weights = weights / weights.sum()
         keep = np.flatnonzero(weights >= _MIN_WEIGHT)
         total = weights[keep].sum()
         return [
@@ -77,52 +112,91 @@ class PriorBankMixin:
             for k in keep
         ]
 
+    def _require_bank(self, name, param):
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None or not isinstance(getattr(self, param), str):
+            raise AttributeError(f"{name} exists with {param}='auto' only")
+
+    def _weight_table(self):
+        """The filters' weights as a (priors, drifts) table (the bank's product grid)."""
+        n_drifts = len(DRIFT_GRID) if isinstance(self.drift, str) else 1
+        return self._filter_weights().reshape(-1, n_drifts)
+
     @property
     def prior_weights_(self):
         """Posterior weights of the bank's prior variances (``prior_variance="auto"``),
-        shape (K,), aligned with ``prior_grid_``: proportional to the exp of each
-        filter's cumulative log predictive density (zero for a dropped filter)."""
-        check_is_fitted(self, "_state")
-        if self._log_evidence is None:
-            raise AttributeError("prior_weights_ exists with prior_variance='auto' only")
-        log_w = self._log_evidence - np.max(self._log_evidence)
-        weights = np.exp(log_w)
-        return weights / weights.sum()
+        shape (7,), aligned with ``prior_grid_``: the filters' weights, each proportional
+        to the exp of the filter's cumulative log predictive density (zero for a dropped
+        filter), summed over the drifts of ``drift="auto"``."""
+        self._require_bank("prior_weights_", "prior_variance")
+        return self._weight_table().sum(axis=1)
+
+    @property
+    def drift_weights_(self):
+        """Posterior weights of the bank's drifts (``drift="auto"``), shape (3,), aligned
+        with ``drift_grid_``: the filters' weights summed over the prior variances of
+        ``prior_variance="auto"``."""
+        self._require_bank("drift_weights_", "drift")
+        return self._weight_table().sum(axis=0)
 
     @property
     def log_evidence_(self):
         """Cumulative log predictive density of every row learned, per filter of the
-        bank (``prior_variance="auto"``), shape (K,): Σₜ wₜ log p(yₜ | xₜ, past), the
-        online evidence (for the linear-Gaussian model, the log marginal likelihood;
-        for networks each row's term is discounted by 0.99 per later row, see
-        :func:`evidence_discount`);
-        ``-inf`` for a dropped filter."""
+        bank (``prior_variance="auto"`` and/or ``drift="auto"``), shape (K,), aligned
+        with the rows of ``bank_grid_``: Σₜ wₜ log p(yₜ | xₜ, past), the online evidence
+        (for the linear-Gaussian model, the log marginal likelihood of that filter's
+        state-space model; for networks each row's term is discounted by 0.99 per later
+        row, see :func:`evidence_discount`); ``-inf`` for a dropped filter."""
         check_is_fitted(self, "_state")
         if self._log_evidence is None:
-            raise AttributeError("log_evidence_ exists with prior_variance='auto' only")
+            raise AttributeError("log_evidence_ exists with prior_variance='auto' or drift='auto' only")
         return self._log_evidence.copy()
 
     @property
-    def prior_grid_(self):
-        """The bank's prior variances (``prior_variance="auto"``), shape (K,)."""
+    def bank_grid_(self):
+        """The bank's filters (``prior_variance="auto"`` and/or ``drift="auto"``), shape
+        (K, 2): the prior variance and the drift of each, aligned with ``log_evidence_``."""
         check_is_fitted(self, "_state")
         if self._log_evidence is None:
-            raise AttributeError("prior_grid_ exists with prior_variance='auto' only")
+            raise AttributeError("bank_grid_ exists with prior_variance='auto' or drift='auto' only")
+        return np.stack(self._bank_grid(), axis=1)
+
+    @property
+    def prior_grid_(self):
+        """The bank's prior variances (``prior_variance="auto"``), shape (7,)."""
+        self._require_bank("prior_grid_", "prior_variance")
         return PRIOR_GRID.copy()
+
+    @property
+    def drift_grid_(self):
+        """The bank's drifts (``drift="auto"``), shape (3,)."""
+        self._require_bank("drift_grid_", "drift")
+        return DRIFT_GRID.copy()
 
     @property
     def prior_variance_(self):
         """The prior variance in use: ``prior_variance``, or with ``"auto"`` the bank's
-        value of largest weight."""
+        value of largest weight (``prior_weights_``)."""
         check_is_fitted(self, "_state")
-        if self._log_evidence is None:
+        if self._log_evidence is None or not isinstance(self.prior_variance, str):
             return float(self.prior_variance)
-        return float(PRIOR_GRID[np.argmax(self._log_evidence)])
+        return float(PRIOR_GRID[np.argmax(self._weight_table().sum(axis=1))])
+
+    @property
+    def drift_(self):
+        """The drift in use: ``drift``, or with ``"auto"`` the bank's value of largest
+        weight (``drift_weights_``)."""
+        check_is_fitted(self, "_state")
+        if self._log_evidence is None or not isinstance(self.drift, str):
+            return float(self.drift)
+        return float(DRIFT_GRID[np.argmax(self._weight_table().sum(axis=0))])
 
 
 __all__ = [
+    "DRIFT_GRID",
     "PRIOR_GRID",
     "PriorBankMixin",
+    "bank_grid",
     "discounted_gain",
     "evidence_before_rows",
     "evidence_discount",

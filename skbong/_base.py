@@ -15,7 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from . import engine
-from ._bank import PRIOR_GRID, PriorBankMixin
+from ._bank import PriorBankMixin
 from ._posterior import PosteriorMixin
 from ._signature import structural_signature
 from ._stream import StreamingMixin
@@ -63,7 +63,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         "mc_samples": [Interval(Integral, 1, None, closed="left")],
         "backtrack": [Interval(Integral, 0, None, closed="left")],
         "prior_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
-        "drift": [Interval(Real, 0, 1, closed="right")],
+        "drift": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
         "process_noise": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "predictive": [StrOptions({*engine.PREDICTIVES, "auto"})],
@@ -148,8 +148,15 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         return hidden
 
     def _signature(self):
-        """The structural parameters by value (:func:`~skbong._signature.structural_signature`)."""
-        return structural_signature(self, STRUCTURAL)
+        """The structural parameters by value (:func:`~skbong._signature.structural_signature`),
+        and whether ``prior_variance`` and ``drift`` are ``"auto"``: a bank's filters
+        are stacked on a leading axis, so a number may replace a number after a fit, not
+        ``"auto"`` (or the reverse)."""
+        banked = tuple(
+            (name, "auto" if isinstance(getattr(self, name), str) else "a number")
+            for name in ("prior_variance", "drift")
+        )
+        return structural_signature(self, STRUCTURAL) + banked
 
     def _build_config(self, n_features, n_outputs, hidden):
         model = self._build_model(n_features, n_outputs, hidden)
@@ -208,10 +215,6 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         """Whether the predict step (drift or process noise) runs before every update."""
         return bool(self.drift != 1.0 or self.process_noise != 0.0)
 
-    def _is_bank(self):
-        """Whether the prior variance is learned by a bank of filters."""
-        return isinstance(self.prior_variance, str)  # "auto"
-
     def _learns_noise(self):
         """Whether the Gaussian noise variance is learned online (regressor hook)."""
         return False
@@ -238,7 +241,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         variance at every step (90 % intervals covered 97 % of a drifting stream).
         """
         cached = getattr(self, "_prior_var_cache", None)
-        key = (repr(self.prior_variance), config.model, config.likelihood)
+        key = (repr(self.prior_variance), repr(self.drift), config.model, config.likelihood)
         if cached is None or cached[0] != key:
             broad = config.impl.likelihood.additive_noise
 
@@ -247,7 +250,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
                     v, engine.models.OUTPUT_BIAS_VARIANCE if wide else v
                 )
 
-            grid = PRIOR_GRID if self._is_bank() else [self.prior_variance]
+            grid = self._bank_grid()[0] if self._is_bank() else [self.prior_variance]
             value = tuple(np.stack([one(v, wide) for v in grid]) for wide in (broad, False))
             if not self._is_bank():
                 value = tuple(v[0] for v in value)
@@ -258,11 +261,12 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         # numpy values: the jitted engine converts them in its fast C++ path, far cheaper
         # than one jnp.asarray dispatch per hyperparameter
         dt = self._jax_dtype()
+        drift = self._bank_grid()[1] if isinstance(self.drift, str) else self.drift
         return engine.Hyper(
             prior_var=self._prior_variances(config, stationary=True).astype(dt),
             obs_var=np.asarray(obs_var, dt),
             learning_rate=np.asarray(self.learning_rate, dt),
-            drift=np.asarray(self.drift, dt),
+            drift=np.asarray(drift, dt),
             process_noise=np.asarray(self.process_noise, dt),
         )
 
@@ -295,7 +299,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             states = [tuple(np.asarray(a) for a in state) for _, state in priors]
         if self._is_bank():  # filters stacked on a leading axis; weights from the evidence
             self._state = tuple(np.stack(parts) for parts in zip(*states))
-            self._log_evidence = np.zeros(len(PRIOR_GRID))
+            self._log_evidence = np.zeros(len(states))
         else:
             self._state, self._log_evidence = states[0], None
         self._noise = None

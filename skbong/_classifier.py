@@ -244,11 +244,18 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         at any width); biases σ₀². ``"auto"`` runs a bank of filters over
         σ₀² ∈ {10⁻³, …, 10³} weighted by their online evidence (``prior_weights_``;
         discounted by 0.99 per row for networks).
-    drift : float in (0, 1], default=1.0
+    drift : float in (0, 1] or "auto", default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update. 1 (with
         ``process_noise=0``): a static model, for stationary data; below 1: the belief
         relaxes toward the prior and old rows are forgotten, for a stream whose relation
-        between X and y changes. See
+        between X and y changes. ``"auto"`` runs a bank of filters over
+        γ ∈ {1, 0.999, 0.99} (with ``prior_variance="auto"``, over every pair) in one
+        compiled program, weighted by their online evidence (for the linear model, the
+        exact marginal likelihood of each state-space model), and predicts with their
+        mixture (``drift_weights_``, ``drift_``): for a stream that may or may not
+        drift, at about 1.8× the fit time of one static filter (the linear model) or
+        5× (a network). Not the default: a static model's posterior does not depend on
+        the order of the rows (so shards merge and weights equal repeated rows). See
         :ref:`Choosing a configuration <choosing-hyperparameters>` and
         :doc:`/user_guide/drift`.
     process_noise : float, default=0.0
@@ -305,6 +312,18 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         Posterior mean weights (linear models only), as in ``LogisticRegression``.
     intercept_ : ndarray of shape (1,) or (n_classes,)
         Posterior mean intercepts (linear models only).
+    prior_variance_ : float
+        The prior variance in use (with ``prior_variance="auto"``, the bank's value of
+        largest weight).
+    drift_ : float
+        The drift in use (with ``drift="auto"``, the bank's value of largest weight).
+    prior_grid_, prior_weights_ : ndarray of shape (7,)
+        The bank's prior variances and their posterior weights (``prior_variance="auto"``).
+    drift_grid_, drift_weights_ : ndarray of shape (3,)
+        The bank's drifts and their posterior weights (``drift="auto"``).
+    bank_grid_ : ndarray of shape (K, 2)
+        Prior variance and drift of each filter of the bank, aligned with
+        ``log_evidence_`` (K,), each filter's online evidence.
 
     See Also
     --------

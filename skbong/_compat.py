@@ -72,11 +72,13 @@ _LOW_RANK = (
     "truncated differently, and the row order matters"
 )
 _DRIFT = (
-    "drift < 1 or process_noise > 0 runs the forgetting (predict) step once per row: w "
+    "drift < 1 (or 'auto') or process_noise > 0 runs the forgetting (predict) step once "
+    "per row: w "
     "copies of a row are forgotten w times, a row of weight w once"
 )
 _BANK = (
-    "the prior_variance='auto' bank weights its filters by the prequential evidence: a "
+    "the bank of prior_variance='auto' or drift='auto' weights its filters by the "
+    "prequential evidence: a "
     "weight w multiplies one copy's predictive log-density, while each repeated copy is "
     "scored under a belief that has seen the previous ones, so the bank's weights differ "
     "(each filter alone is exact)"
@@ -265,7 +267,7 @@ def _sample_weight_reasons(estimator, kind):
         reasons.append(_LOW_RANK)
     if estimator.drift != 1 or estimator.process_noise != 0:
         reasons.append(_DRIFT)
-    if isinstance(estimator.prior_variance, str):
+    if isinstance(estimator.prior_variance, str) or isinstance(estimator.drift, str):
         reasons.append(_BANK)
     if estimator.dtype == "float32":  # the conjugate case: exact in float64
         reasons.append(_FLOAT32 + ("; with dtype='float64' it passes" if not reasons else ""))

@@ -144,8 +144,9 @@ class PosteriorMixin:
         """``DLRState`` or ``MeanCov``, the engine type of the belief's tuple."""
         return engine.FAMILIES[self._posterior_family()].state_type
 
-    def _components(self):
-        """The beliefs predictions mix, as ``(weight, state, noise)``: here one, of weight 1."""
+    def _components(self, static_only=False):
+        """The beliefs predictions mix, as ``(weight, state, noise)``: here one, of weight 1
+        (a model without drift: ``static_only`` changes nothing)."""
         return [(1.0, self._state, getattr(self, "_noise", None))]
 
     def _publish(self, config):

@@ -84,17 +84,18 @@ class RegressorFace:
         """A component's noise variance ŝ: the fixed one, or b / a of its learned noise."""
         return self._obs_var if noise is None else noise[1] / noise[0]
 
-    def _mixture(self, X, kind, grad=False, validated=False):
+    def _mixture(self, X, kind, grad=False, validated=False, static_only=False):
         """The predictive of y at X under ``kind`` as a mixture of Student-t / Gaussian
         components (one, or one per bank filter): weights (K,), locations and squared
         scales (K, n, C) float64 — scale² J Σ Jᵀ + ŝ (linmc), Var f + ŝ (mc) or ŝ (plugin)
         — and degrees of freedom (K, C) (``inf`` for a fixed noise). ``grad=True`` adds
         the input gradients of the locations and squared scales, (K, n, C, D) each.
-        ``validated=True``: X is rows the estimator has checked (its calibration window)."""
+        ``validated=True``: X is rows the estimator has checked (its calibration window);
+        ``static_only``: the bank's filters of drift 1 only."""
         check_is_fitted(self, "_state")
         moments = engine.predictive.predict_moments_grad if grad else engine.predict_moments
         weights, dofs, outs = [], [], []
-        for wt, state, noise in self._components():
+        for wt, state, noise in self._components(static_only):
             obs_var = self._noise_variance(noise)
             hyper = engine.Hyper(None, np.asarray(obs_var, self._jax_dtype()), None, None, None)
             out = self._predict_rows(
@@ -244,19 +245,28 @@ class RegressorFace:
         """The PIT histogram that calibrates the intervals (:mod:`skbong._calibration`),
         or ``None``: the prequential one, or the leave-one-out PITs of the kept rows under
         the current belief, computed at the first call after an update and kept until the
-        next (every update, reset and merge drops it; the key is the predictive kind)."""
+        next (every update, reset and merge drops it; the key is the predictive kind).
+
+        With ``drift="auto"`` the estimator keeps both, and the bank's evidence chooses:
+        while the static filters (drift 1) hold most of the weight (``drift_`` is 1) the
+        rows look exchangeable, and the leave-one-out PITs under the static filters'
+        mixture calibrate; otherwise the prequential ones do."""
         if getattr(self, "calibration", None) is None:
             return None
         window = getattr(self, "_window", None)
+        prequential = getattr(self, "_pit_counts", None)
         if window is None:
-            return getattr(self, "_pit_counts", None)
+            return prequential
+        static_only = isinstance(self.drift, str)
+        if static_only and self.drift_ != 1.0:
+            return prequential
         kind = self._predictive_kind()  # the cache's key; every change of the belief drops it
         cached = getattr(self, "_loo_cache", None)
         if cached is not None and cached[0] == kind:
             return cached[1]
         X, Y, w = window
-        weights, locs, scales, dofs = self._mixture(X, kind, validated=True)
-        noise_var = [self._noise_variance(noise) for _, _, noise in self._components()]
+        weights, locs, scales, dofs = self._mixture(X, kind, validated=True, static_only=static_only)
+        noise_var = [self._noise_variance(noise) for _, _, noise in self._components(static_only)]
         pit = _calibration.loo_pit(Y, weights, locs, scales, np.array(noise_var), dofs, w)
         counts = _calibration.add(None, pit, w, self._n_out)
         self._loo_cache = (kind, counts)

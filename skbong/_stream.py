@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import _calibration, engine
-from ._bank import PRIOR_GRID, discounted_gain, evidence_before_rows, evidence_discount
+from ._bank import discounted_gain, evidence_before_rows, evidence_discount
 from ._guard import _check_not_forked
 from .exceptions import DivergenceWarning, NonFiniteUpdateError, SkippedRowsWarning
 
@@ -56,7 +56,7 @@ class StreamingMixin:
         hyper = self._hyper(obs_var, config)
         noise = self._noise
         if config.learn_noise and noise is None:  # start learning from the value in use
-            lead = (len(PRIOR_GRID),) if self._is_bank() else ()
+            lead = (len(self._log_evidence),) if self._is_bank() else ()
             a0 = np.full(lead + (len(obs_var),), engine.noise.PRIOR_DOF, dt)
             noise = (a0, (a0 * obs_var).astype(dt))
         elif not config.learn_noise:
@@ -108,7 +108,8 @@ class StreamingMixin:
             self._warn_if_diverging(config, X, Y, z, w * learned)
 
     def _learn_bank(self, config, hyper, X, Y, w, noise, obs_var):
-        """:meth:`_learn` for the bank of prior variances (``prior_variance="auto"``).
+        """:meth:`_learn` for the bank of filters (``prior_variance="auto"`` and/or
+        ``drift="auto"``).
 
         All K filters learn every row in one compiled program. A filter whose update is
         refused (non-finite, invalid or unsound, as in :meth:`_learn`) is dropped from
@@ -141,19 +142,21 @@ class StreamingMixin:
         for k in np.flatnonzero(alive):
             state_k = tuple(a[k] for a in new_state)
             alive[k] = bool(ok[k].all()) and _is_sound(config.impl.family, state_k)
+        priors, drifts = self._bank_grid()
         if not alive.any():
             raise NonFiniteUpdateError(
-                f"the update of every filter of the prior-variance bank (prior_variance='auto', "
-                f"{PRIOR_GRID.tolist()}) gave a non-finite or invalid posterior on this batch "
+                f"the update of every filter of the bank (prior variances {np.unique(priors).tolist()}"
+                f", drifts {np.unique(drifts).tolist()}) gave a non-finite or invalid posterior on this batch "
                 f"(family={config.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); "
                 f"nothing from this call was applied. {self._diagnosis(config, X)}"
             )
         dropped = np.isfinite(self._log_evidence) & ~alive
         if dropped.any():
+            pairs = [f"({priors[k]:g}, {drifts[k]:g})" for k in np.flatnonzero(dropped)]
             warnings.warn(
-                f"{type(self).__name__}: the prior variance(s) {PRIOR_GRID[dropped].tolist()} "
-                "were dropped from the bank (prior_variance='auto'): their updates gave a "
-                "non-finite or invalid posterior on this batch. The others learned every row.",
+                f"{type(self).__name__}: the filter(s) (prior variance, drift) {', '.join(pairs)} "
+                "were dropped from the bank: their updates gave a non-finite or invalid "
+                "posterior on this batch. The others learned every row.",
                 SkippedRowsWarning,
                 stacklevel=4,
             )

@@ -33,7 +33,7 @@ from skbong import (
     fit_partitions,
     merge_posteriors,
 )
-from skbong._base import PRIOR_GRID
+from skbong._bank import PRIOR_GRID
 
 da = pytest.importorskip("dask.array", reason="the 'dask' extra is not installed")
 import dask  # noqa: E402

@@ -35,7 +35,7 @@ from skbong._compat import _EVERY, _REFUSED, SAMPLE_WEIGHT_CHECK
 
 REGRESSOR_CONFIGS = [
     {},
-    {"family": "dlr", "rule": "blr", "rank": 3, "n_iter": 2, "drift": 0.999},
+    {"family": "dlr", "rule": "blr", "rank": 3, "n_iter": 2, "drift": "auto"},
     # BOG refuses rows of three checks' unscaled data (listed); at α = 0.05 one pass on
     # the standardised training set reaches R² 0.49 (the poor_score tag).
     {"family": "full", "rule": "bog", "hessian": "lin_ef", "learning_rate": 0.05},
@@ -130,6 +130,7 @@ def test_expected_failures_per_configuration():
     cases = {
         "drift": BongRegressor(dtype="float64", drift=0.99),
         "prequential": BongRegressor(dtype="float64", prior_variance="auto"),
+        "drift='auto'": BongRegressor(dtype="float64", drift="auto"),
         "linearises": BongRegressor(dtype="float64", hidden_layer_sizes=4),
         "rank-R": BongRegressor(dtype="float64", family="dlr", rank=8),
         "diagonal": BongRegressor(dtype="float64", family="diag"),

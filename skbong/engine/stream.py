@@ -202,21 +202,26 @@ def run_stream_checked(config, state, mean0, hyper, xs, ys, ws, step0, key, leng
     return state, log_lik, f, ok, jnp.asarray(True) if check is None else check(belief)
 
 
-_BANK_AXES = Hyper(prior_var=0, obs_var=None, learning_rate=None, drift=None, process_noise=None)
-
-
 @partial(jax.jit, static_argnames=("config",))
 def run_bank(config, states, mean0, hyper, xs, ys, ws, step0, key, length=None):
     """:func:`run_stream` for a bank of K filters in one program (``vmap``).
 
-    The filters differ only in their prior variance: ``states`` and ``hyper.prior_var``
-    carry a leading axis K; inputs, the other hyperparameters and the keys are shared.
-    Returns the same as :func:`run_stream` with a leading K on every output.
+    The filters differ in their prior variance and, where ``hyper.drift`` is a vector
+    (K,), in their drift: ``states`` and ``hyper.prior_var`` carry a leading axis K;
+    inputs, the other hyperparameters and the keys are shared. Returns the same as
+    :func:`run_stream` with a leading K on every output.
     """
     def one(state, hyp):
         return _run_stream(config, state, mean0, hyp, xs, ys, ws, step0, key, length)
 
-    return jax.vmap(one, in_axes=(0, _BANK_AXES))(states, hyper)
+    axes = Hyper(
+        prior_var=0,
+        obs_var=None,
+        learning_rate=None,
+        drift=0 if jnp.ndim(hyper.drift) else None,
+        process_noise=None,
+    )
+    return jax.vmap(one, in_axes=(0, axes))(states, hyper)
 
 
 CHUNK_SIZES = (512, 64, 8)
