@@ -8,7 +8,8 @@ the test RMSE, the test NLL of the predictive (Student-t of the learned noise fo
 BayesianRidge's Gaussian), the fit time (fastest of three fits after a first one that compiles)
 and what ``family="auto"`` chose. With ``--data-dir`` it also fits the UCI kin8nm split
 0 at a fixed ``obs_variance=0.01``, the case where a rank-10 ``dlr`` covering all 9
-parameters cancels its variances in float32 and refuses a row.
+parameters cancels its variances in float32 and refuses a row, in float32 and at the
+default ``dtype="auto"`` (float64 for the linear model).
 
 Usage: ``python benchmarks/bench_family.py [--quick] [--data-dir DIR] [--out FILE]``
 """
@@ -79,18 +80,19 @@ def kin8nm_rows(data_dir):
         return []
     Xtr, ytr, Xte, yte, _ = data[0]
     rows = []
-    for family in ["dlr", "full", "auto"]:
-        est = BongRegressor(family=family, obs_variance=0.01, random_state=0)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                est.fit(Xtr, ytr)
-            rmse, nll = score(est, Xte, yte)
-            rows.append({"family": family, "chosen": est.family_, "result": "ok",
-                         "rmse": rmse, "nll": nll})
-        except NonFiniteUpdateError as exc:
-            rows.append({"family": family, "chosen": "-",
-                         "result": str(exc).split(";")[0][:60], "rmse": np.nan, "nll": np.nan})
+    for dtype in ["float32", "auto"]:
+        for family in ["dlr", "full", "auto"]:
+            est = BongRegressor(family=family, obs_variance=0.01, dtype=dtype, random_state=0)
+            row = {"dtype": dtype, "family": family}
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    est.fit(Xtr, ytr)
+                rmse, nll = score(est, Xte, yte)
+                rows.append({**row, "chosen": est.family_, "result": "ok", "rmse": rmse, "nll": nll})
+            except NonFiniteUpdateError as exc:
+                rows.append({**row, "chosen": "-", "result": str(exc).split(";")[0][:60],
+                             "rmse": np.nan, "nll": np.nan})
     return rows
 
 
@@ -111,7 +113,7 @@ def main():
     table(rows, cols, {c: "{:.4f}" for c in cols[3:]})
     if args.data_dir:
         print("\n== UCI kin8nm split 0, obs_variance=0.01 fixed, prior_variance=1")
-        table(kin8nm_rows(args.data_dir), ["family", "chosen", "result", "rmse", "nll"],
+        table(kin8nm_rows(args.data_dir), ["dtype", "family", "chosen", "result", "rmse", "nll"],
               {"rmse": "{:.4f}", "nll": "{:.4f}"})
     sys.stdout = tee.stream
     if args.out:

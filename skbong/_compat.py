@@ -162,15 +162,13 @@ _REFUSED = {
     ),
     ("regressor", "diag_moment", "blr"): ("*"),
     ("regressor", "diag_moment", "bbb"): ("* -regressor_data_not_an_array -regressor_multioutput"),
-    ("regressor", "dlr", "bog"): (
-        "estimators_partial_fit_n_features fit_check_is_fitted fit_idempotent "
-        "n_features_in positive_only_tag_during_fit regressors_train"
-    ),
+    ("regressor", "dlr", "bog"): ("fit_check_is_fitted fit_idempotent n_features_in"),
     ("regressor", "dlr", "bbb"): (
-        "* -estimators_fit_returns_self -estimators_overwrite_params -estimators_pickle "
-        "-fit2d_1feature -fit2d_1sample -fit_score_takes_y -pipeline_consistency "
+        "* -estimators_dtypes -estimators_fit_returns_self -estimators_nan_inf "
+        "-estimators_overwrite_params -fit2d_1feature -fit2d_1sample -fit_check_is_fitted "
+        "-fit_idempotent -fit_score_takes_y -n_features_in -positive_only_tag_during_fit "
         "-readonly_memmap_input -regressors_int -regressors_no_decision_function "
-        "-supervised_y_2d"
+        "-sample_weights_list -supervised_y_2d"
     ),
     ("classifier", "full", "bog"): ("classifiers_train estimators_pickle pipeline_consistency"),
     ("classifier", "full_moment", "bong"): (
@@ -269,7 +267,7 @@ def _sample_weight_reasons(estimator, kind):
         reasons.append(_DRIFT)
     if isinstance(estimator.prior_variance, str) or isinstance(estimator.drift, str):
         reasons.append(_BANK)
-    if estimator.dtype == "float32":  # the conjugate case: exact in float64
+    if estimator._dtype_name() == "float32":  # the conjugate case: exact in float64
         reasons.append(_FLOAT32 + ("; with dtype='float64' it passes" if not reasons else ""))
     return reasons
 
@@ -305,10 +303,10 @@ def expected_failed_checks(estimator):
     --------
     >>> from sklearn.utils.estimator_checks import check_estimator
     >>> from skbong import BongRegressor, expected_failed_checks
-    >>> est = BongRegressor()
+    >>> est = BongRegressor(dtype="float32")
     >>> sorted(expected_failed_checks(est))
     ['check_sample_weight_equivalence_on_dense_data']
-    >>> sorted(expected_failed_checks(BongRegressor(dtype="float64")))
+    >>> sorted(expected_failed_checks(BongRegressor()))  # the linear model in float64
     []
     >>> check_estimator(est, expected_failed_checks=expected_failed_checks(est))  # doctest: +SKIP
     """

@@ -80,8 +80,12 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         (``PoissonRegressor``'s prediction).
     predictive_samples : int, default=100
         Samples of the ``mc`` predictive.
-    dtype : {"float32", "float64"}, default="float32"
-        Working precision (float64 is enabled locally, never globally).
+    dtype : {"auto", "float32", "float64"}, default="auto"
+        Working precision (float64 is enabled locally, never globally). ``"auto"`` is
+        float32: this update is not exact, and one pass is decided by approximations far
+        larger than float32's rounding (``BongRegressor``'s linear model, whose update
+        is exact, takes float64). Pass ``"float64"`` for raw-scale features, whose
+        squares cancel in float32.
     on_error : {"raise", "skip"}, default="raise"
         What to do with an update that would give a non-finite posterior.
     random_state : int, RandomState instance or None, default=None
@@ -154,7 +158,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         batch_size=1,
         predictive="auto",
         predictive_samples=100,
-        dtype="float32",
+        dtype="auto",
         on_error="raise",
         random_state=None,
         verbose=0,

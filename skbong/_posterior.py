@@ -109,11 +109,19 @@ class PosteriorMixin:
             and bool(np.isfinite(X).all())
         )
 
+    def _dtype_name(self):
+        """``dtype`` resolved (``"auto"`` by :meth:`_auto_dtype`)."""
+        return self._auto_dtype() if self.dtype == "auto" else self.dtype
+
+    def _auto_dtype(self):
+        """``dtype="auto"``: ``"float32"`` (the regressor's hook)."""
+        return "float32"
+
     def _jax_dtype(self):
-        return np.float64 if self.dtype == "float64" else np.float32
+        return np.float64 if self._dtype_name() == "float64" else np.float32
 
     def _x64(self):
-        return jax.enable_x64(self.dtype == "float64")
+        return jax.enable_x64(self._dtype_name() == "float64")
 
     def _model_params(self):
         """Check ``hidden_layer_sizes`` and ``model``; return the layer sizes as a tuple of

@@ -77,7 +77,7 @@ class StreamingMixin:
             last = min(first + size, n_rows) - 1  # the last step may be padded
             rows = f"row {first}" if first == last else f"rows {first}..{last}"
             what = (
-                f"{config.impl.family.unsound} in {self.dtype}"
+                f"{config.impl.family.unsound} in {self._dtype_name()}"
                 if not_pd[bad[0]]
                 else "a non-finite or invalid posterior"
             )
@@ -231,7 +231,7 @@ class StreamingMixin:
         if not self._learns_noise() and config.impl.likelihood.additive_noise:
             hints.append("a fixed obs_variance too small for the data: try obs_variance='auto'")
         hints.append(f"a smaller prior_variance (now {self.prior_variance!r})")
-        if self.dtype == "float32":
+        if self._dtype_name() == "float32":
             hints.append("dtype='float64'")
         return "Most likely to help: " + "; ".join(hints) + "."
 

@@ -202,6 +202,31 @@ def test_auto_family_keeps_the_variances_a_full_rank_dlr_cancels():
     X = rng.uniform(-1, 1, size=(200, 4))
     y = X @ rng.normal(size=4) + 0.3 * rng.normal(size=200)
     with pytest.raises(NonFiniteUpdateError, match="family='full'"):
-        BongRegressor(family="dlr", obs_variance=0.001, random_state=0).fit(X, y)
-    est = BongRegressor(obs_variance=0.001, random_state=0).fit(X, y)
+        BongRegressor(family="dlr", obs_variance=0.001, dtype="float32", random_state=0).fit(X, y)
+    est = BongRegressor(obs_variance=0.001, dtype="float32", random_state=0).fit(X, y)
     assert est.n_skipped_ == 0 and np.all(est.posterior_var_ > 0)
+    # and dtype="auto", float64 for the linear model, keeps even dlr's variances
+    est = BongRegressor(family="dlr", obs_variance=0.001, random_state=0).fit(X, y)
+    assert est.n_skipped_ == 0 and np.all(est.posterior_var_ > 0)
+
+
+def test_auto_dtype_is_float64_for_the_linear_model_only():
+    """A raw date column near 7.4e5 (as in river's TrumpApproval): x² σ₀² ≈ 5e11 cancels
+    the Kalman update in float32, which refuses row 0; the default (float64 for the
+    linear model) learns the rows. Networks keep float32."""
+    rng = np.random.default_rng(0)
+    n = 300
+    date = 7.36389e5 + rng.permutation(n)
+    polls = 40 + 3 * rng.normal(size=(n, 3))
+    X = np.column_stack([date, polls])
+    y = 0.01 * (date - date.min()) + polls @ [0.3, -0.2, 0.1] + 0.5 * rng.normal(size=n)
+    with pytest.raises(NonFiniteUpdateError, match="row 0"):
+        BongRegressor(dtype="float32").fit(X, y)
+    est = BongRegressor().fit(X[:200], y[:200])
+    assert est.n_skipped_ == 0 and est.posterior_mean_.dtype == np.float64
+    assert est.score(X[200:], y[200:]) > 0
+    # the classifier's update is approximate anyway: float32 (and the float32 refusal)
+    clf = BongClassifier().partial_fit(X[:2] / 1e5, [0, 1], classes=[0, 1])
+    assert clf.posterior_mean_.dtype == np.float32
+    net = BongRegressor(hidden_layer_sizes=4).fit(StandardScaler().fit_transform(X), y)
+    assert net.posterior_mean_.dtype == np.float32

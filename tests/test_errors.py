@@ -358,9 +358,9 @@ def test_on_error_skip_counts_and_skips():
     bad = [4, 11, 12]
     Xb[bad] = 1e30
     good = np.setdiff1d(np.arange(N), bad)
-    est = BongRegressor(family="full", on_error="skip").fit(Xb, Y)
+    est = BongRegressor(family="full", on_error="skip", dtype="float32").fit(Xb, Y)
     assert est.n_skipped_ == 3
-    ref = BongRegressor(family="full").fit(X[good], Y[good])
+    ref = BongRegressor(family="full", dtype="float32").fit(X[good], Y[good])
     assert np.array_equal(est.posterior_mean_, ref.posterior_mean_)
     assert np.array_equal(est.posterior_var_, ref.posterior_var_)
     est.partial_fit(Xb[:5], Y[:5])
@@ -372,8 +372,8 @@ def test_partial_last_batch_names_and_counts_real_rows():
     Xb = X[:5].copy()
     Xb[4] = 1e30
     with pytest.raises(NonFiniteUpdateError, match=r"\brow 4\b"):
-        BongRegressor(family="full", batch_size=2).fit(Xb, Y[:5])
-    est = BongRegressor(family="full", batch_size=2, on_error="skip").fit(Xb, Y[:5])
+        BongRegressor(family="full", batch_size=2, dtype="float32").fit(Xb, Y[:5])
+    est = BongRegressor(family="full", batch_size=2, on_error="skip", dtype="float32").fit(Xb, Y[:5])
     assert est.n_skipped_ == 1
 
 

@@ -623,7 +623,7 @@ def test_dlr_cancelled_variances_refuse_the_row():
     x² = 1e8 to the precision of one direction, whose variance 1 / (1 + 1e8) cancels to
     0 in float32 (1/Υ − V²). The call is refused, naming the cause, and the belief is
     exactly as before."""
-    est = BongRegressor(family="dlr", obs_variance=1.0, random_state=0)
+    est = BongRegressor(family="dlr", obs_variance=1.0, dtype="float32", random_state=0)
     est.partial_fit(np.array([[0.1], [0.2]]), np.array([0.0, 1.0]))
     before = [a.copy() for a in est._state]
     with pytest.raises(NonFiniteUpdateError, match="too ill-conditioned for positive variances"):
@@ -678,9 +678,13 @@ def fitted(request):
     # (α / 2) g² exceed the weights' variances (doc: "Which combination survives"). The
     # fault tests need a fitted estimator, so this one has no intercept.
     extra = dict(fit_intercept=False) if params["rule"] == "bbb" else {}
-    estimators = [BongRegressor(**params, **COMMON, **extra).fit(X_FIT, Y_REG)]
+    # The faults injected below are float32's (values and weights past 3.4e38 after a
+    # square); dtype="auto" would take the linear model to float64, whose own overflows
+    # test_overflow_rows_float64 injects.
+    f32 = dict(dtype="float32")
+    estimators = [BongRegressor(**params, **COMMON, **extra, **f32).fit(X_FIT, Y_REG)]
     if request.param in WITH_CLASSIFIER:
-        estimators.append(BongClassifier(**params, **COMMON).fit(X_FIT, Y_CLF))
+        estimators.append(BongClassifier(**params, **COMMON, **f32).fit(X_FIT, Y_CLF))
     return params, estimators
 
 

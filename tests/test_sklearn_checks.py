@@ -125,8 +125,11 @@ def test_expected_failures_name_real_checks():
 def test_expected_failures_per_configuration():
     """The sample-weight reason follows the maths; refused rows only for the published
     unstable steps; the variational estimators fail the sample-weight check alone."""
-    reason = expected_failed_checks(BongRegressor())[SAMPLE_WEIGHT_CHECK]
+    reason = expected_failed_checks(BongRegressor(dtype="float32"))[SAMPLE_WEIGHT_CHECK]
     assert "float32" in reason and "float64" in reason
+    # the default linear model computes in float64 (dtype="auto"): it passes every check
+    assert expected_failed_checks(BongRegressor()) == {}
+    assert "float32" in expected_failed_checks(BongRegressor(hidden_layer_sizes=4))[SAMPLE_WEIGHT_CHECK]
     cases = {
         "drift": BongRegressor(dtype="float64", drift=0.99),
         "prequential": BongRegressor(dtype="float64", prior_variance="auto"),

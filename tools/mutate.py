@@ -586,6 +586,14 @@ MUTANTS = [
         "the leave-one-out PITs mix the drifting filters, whose rows are not exchangeable",
     ),
     Mutant(
+        "dtype-auto-always-float32",
+        "skbong/_regressor.py",
+        '        return "float64" if linear else "float32"',
+        '        return "float32"',
+        ("tests/test_defaults.py::test_auto_dtype_is_float64_for_the_linear_model_only",),
+        "dtype='auto' leaves the linear model in float32, where raw-scale features cancel",
+    ),
+    Mutant(
         "auto-swappable-after-fit",
         "skbong/_base.py",
         "        return structural_signature(self, STRUCTURAL) + banked",
