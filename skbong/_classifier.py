@@ -28,8 +28,17 @@ class ClassifierFace:
         return "bernoulli" if n_outputs == 1 else "categorical"
 
     def _encode_y(self, y, first, classes=None):
-        y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
+        plain = (  # integer labels of a stream against integer classes_: nothing to check
+            not first
+            and classes is None
+            and type(y) is np.ndarray
+            and y.ndim == 1
+            and y.dtype.kind in "biu"
+            and self.classes_.dtype.kind in "biu"
+        )
+        if not plain:
+            y = column_or_1d(y, warn=True)
+            check_classification_targets(y)
         if first:
             labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
             if classes is not None and len(labels) != len(classes):
@@ -46,14 +55,18 @@ class ClassifierFace:
                 f"classes={list(classes)} differs from the classes given on the first call "
                 f"({self.classes_.tolist()}); call fit() to start again"
             )
-        unseen = ~np.isin(y, self.classes_)
+        k = len(self.classes_)
+        if plain:  # classes_ is sorted: y is a class where it equals its insertion point's
+            idx = np.searchsorted(self.classes_, y)
+            unseen = (idx == k) | (self.classes_[np.minimum(idx, k - 1)] != y)
+        else:
+            unseen = ~np.isin(y, self.classes_)
         if np.any(unseen):
             raise ValueError(
                 f"y contains label(s) {np.unique(y[unseen]).tolist()} not in classes_ "
                 f"{self.classes_.tolist()}"
             )
         idx = np.searchsorted(self.classes_, y)
-        k = len(self.classes_)
         Y = idx[:, None].astype(np.float64) if k == 2 else np.eye(k)[idx]
         return Y, (1 if k == 2 else k), 1.0
 
@@ -75,14 +88,14 @@ class ClassifierFace:
         """
         check_is_fitted(self, "_state")
         kind = self._predictive_kind()
+        n_samples = int(self.predictive_samples)
+        eps = None if kind == "plugin" else self._normals(n_samples)
         logps, log_w = [], []
         for wt, state, _ in self._components():  # one filter, or the prior-variance bank
             (logp,) = self._predict_rows(
                 X,
                 lambda cfg, st, x, key: (
-                    engine.predict_log_proba(
-                        cfg, st, x, key, kind, int(self.predictive_samples)
-                    ),
+                    engine.predict_log_proba(cfg, st, x, key, kind, n_samples, eps),
                 ),
                 state=state,
                 sampled=kind != "plugin",

@@ -233,12 +233,14 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         mixture over the bank with ``prior_variance="auto"``."""
         check_is_fitted(self, "_state")
         hyper = engine.Hyper(None, np.asarray(1.0, self._jax_dtype()), None, None, None)
+        n_samples = int(self.predictive_samples)
+        eps = self._normals(n_samples) if kind == "mc" else None
         mean = second = 0.0
         for wt, state, _ in self._components():
             m, v = self._predict_rows(
                 X,
                 lambda cfg, st, x, key: engine.predict_moments(
-                    cfg, st, hyper, x, key, kind, int(self.predictive_samples)
+                    cfg, st, hyper, x, key, kind, n_samples, eps
                 ),
                 state=state,
                 sampled=kind == "mc",

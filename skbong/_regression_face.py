@@ -94,6 +94,8 @@ class RegressorFace:
         ``static_only``: the bank's filters of drift 1 only."""
         check_is_fitted(self, "_state")
         moments = engine.predictive.predict_moments_grad if grad else engine.predict_moments
+        n_samples = int(self.predictive_samples)
+        eps = self._normals(n_samples) if kind == "mc" else None
         weights, dofs, outs = [], [], []
         for wt, state, noise in self._components(static_only):
             obs_var = self._noise_variance(noise)
@@ -101,7 +103,7 @@ class RegressorFace:
             out = self._predict_rows(
                 X,
                 lambda cfg, st, x, key, hyper=hyper: moments(
-                    cfg, st, hyper, x, key, kind, int(self.predictive_samples)
+                    cfg, st, hyper, x, key, kind, n_samples, eps
                 ),
                 state=state,
                 sampled=kind == "mc",

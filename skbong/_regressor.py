@@ -12,6 +12,12 @@ from ._base import BongBase
 from ._calibration import WINDOW_ROWS
 from ._regression_face import RegressorFace
 
+AUTO_FLOAT64_MAX = 101
+"""The most parameters of a linear model that ``dtype="auto"`` computes in float64 (100
+features and an intercept). With the full covariance (the ``family="auto"`` of these
+sizes) float64 cost 1.18× float32's fit time at P = 51, 1.64× at P = 101, 2.98× at
+P = 129 and 3.25× at P = 201 (2,500 rows, fastest of three fits, one run)."""
+
 AUTO_FULL_MAX = 1024
 """The most parameters of a linear model for which ``family="auto"`` takes the full
 covariance. At P = 1001 (2,500 rows) a full fit took 1.8 s against BayesianRidge's
@@ -206,9 +212,11 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         Samples of the ``mc`` predictive.
     dtype : {"auto", "float32", "float64"}, default="auto"
         Working precision (float64 is enabled locally, never globally). ``"auto"`` is
-        float64 for the linear model, whose update is exact (the Kalman filter) and
-        whose few parameters make double precision nearly free, and float32 for
-        networks and user models. In float32 the Kalman update cancels on raw-scale
+        float64 for the linear model of at most 101 parameters (100 features and an
+        intercept; :data:`~skbong._regressor.AUTO_FLOAT64_MAX`), whose update is exact
+        (the Kalman filter) and whose few parameters make double precision cheap (1.2×
+        float32's fit time at P = 51, 1.6× at P = 101, 3× from P = 129), and float32 for
+        larger linear models, networks and user models. In float32 the Kalman update cancels on raw-scale
         features: river's TrumpApproval stream, with a date column near 7.4e5, was
         refused at row 0 in float32 and learned in float64 (prequential R² 0.845,
         river's BayesianLinearRegression 0.845).
@@ -363,10 +371,17 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         return isinstance(self.obs_variance, str)  # "auto"
 
     def _auto_dtype(self):
-        """``"float64"`` for the linear model (no hidden layers, no user model), whose
-        update is exact and cancels in float32; ``"float32"`` otherwise."""
-        linear = self.model is None and np.size(self.hidden_layer_sizes) == 0
-        return "float64" if linear else "float32"
+        """``"float64"`` for the linear model (no hidden layers, no user model) of at most
+        :data:`AUTO_FLOAT64_MAX` parameters, whose update is exact and cancels in
+        float32; ``"float32"`` otherwise. The width is the fitted one (set at the start
+        of a fit, before the belief is built); unfitted, the small case."""
+        if self.model is not None or np.size(self.hidden_layer_sizes) != 0:
+            return "float32"
+        width = getattr(self, "n_features_in_", None)
+        if width is None:
+            return "float64"
+        n_params = (width + bool(self.fit_intercept)) * getattr(self, "_n_out", 1)
+        return "float64" if n_params <= AUTO_FLOAT64_MAX else "float32"
 
     def _calibration_kind(self, model):
         """``calibration`` resolved for this engine model: ``"auto"`` is ``"loo"`` for the

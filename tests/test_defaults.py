@@ -230,3 +230,17 @@ def test_auto_dtype_is_float64_for_the_linear_model_only():
     assert clf.posterior_mean_.dtype == np.float32
     net = BongRegressor(hidden_layer_sizes=4).fit(StandardScaler().fit_transform(X), y)
     assert net.posterior_mean_.dtype == np.float32
+
+
+def test_auto_dtype_follows_the_width_of_the_linear_model():
+    """float64 up to AUTO_FLOAT64_MAX parameters, float32 beyond (where it costs 3×)."""
+    from skbong._regressor import AUTO_FLOAT64_MAX
+
+    rng = np.random.default_rng(1)
+    for width, dtype in ((AUTO_FLOAT64_MAX - 1, np.float64), (AUTO_FLOAT64_MAX, np.float32)):
+        X = rng.normal(size=(3, width))
+        est = BongRegressor(family="diag").fit(X, X[:, 0])
+        assert est.posterior_mean_.dtype == dtype, width
+    # two outputs double the parameters
+    X = rng.normal(size=(3, AUTO_FLOAT64_MAX // 2))
+    assert BongRegressor(family="diag").fit(X, X[:, :2]).posterior_mean_.dtype == np.float32

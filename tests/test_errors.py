@@ -155,6 +155,16 @@ def test_unseen_class(fitted_clf):
     _assert_untouched(est)
 
 
+def test_unseen_integer_label_between_and_beyond_the_classes():
+    """The fast path for integer labels (a plain numpy stream) refuses a label between
+    two classes, below the first and past the last, as the validated path does."""
+    est = BongClassifier(random_state=0).fit(X[:6], np.array([0, 2, 5, 0, 2, 5]))
+    for label in (1, 3, -1, 9):
+        with pytest.raises(ValueError, match=rf"label\(s\) \[{label}\] not in classes_"):
+            est.partial_fit(X[:2], np.array([2, label]))
+    assert est.n_observations_ == 6
+
+
 def test_classes_changed(fitted_clf):
     est = _copy(fitted_clf)
     with pytest.raises(ValueError, match=r"classes=\[0, 1, 2\] differs from the classes"):

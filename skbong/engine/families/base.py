@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 
 
@@ -23,7 +24,11 @@ class Family(NamedTuple):
         One plain-gradient step in the family's own parameters (BOG; with a prior,
         one BBB inner step).
     sample : callable ``(state, key, n) -> (n, P)``
-        Draws θ ~ q.
+        Draws θ ~ q: ``transform`` of n standard normal rows drawn from ``key``
+        (:func:`sampler`).
+    transform : callable ``(state, eps) -> (n, P)``
+        θ = μ + Σ^{1/2} ε for standard normal rows ε (n, P): the draws of ``sample``
+        from given ε (the estimators' predictives reuse one fixed set).
     marginal_var : callable ``state -> (P,)``
         Diagonal of the covariance.
     output_cov : callable ``(state, J) -> (n, C, C)``
@@ -73,6 +78,7 @@ class Family(NamedTuple):
     ngd: Callable
     gd: Callable
     sample: Callable
+    transform: Callable
     marginal_var: Callable
     output_cov: Callable
     is_valid: Callable
@@ -111,3 +117,14 @@ def finite_and_positive(finite=(), positive=()):
     for a in positive:
         zeros[a.shape] = zeros.get(a.shape, 0) + jnp.where(a > 0, a * 0, jnp.nan)
     return jnp.isfinite(sum(jnp.sum(z) for z in zeros.values()))
+
+
+def sampler(transform):
+    """``sample(state, key, n)``: ``transform`` of n standard normal rows (n, P) drawn
+    from ``key`` in the belief's dtype."""
+
+    def sample(state, key, n):
+        eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
+        return transform(state, eps)
+
+    return sample

@@ -5,7 +5,6 @@ VON / VOGN), ``diag_moment`` moment-parameter steps (online BBB) (appendix E.3, 
 Only diag(G) is used: diag(−B Bᵀ) = −rowsum(B ∘ B).
 """
 
-import jax
 import jax.numpy as jnp
 
 from . import gaussian as gs
@@ -35,9 +34,8 @@ ALGEBRA = gs.Algebra(
 )
 
 
-def sample(state, key, n):
-    """θ = μ + σ ∘ ε."""
-    eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
+def transform(state, eps):
+    """θ = μ + σ ∘ ε for standard normal rows ε (n, P)."""
     return state.mean + eps * jnp.sqrt(state.cov)
 
 
@@ -50,7 +48,7 @@ def _family(parametrisation, advice):
     return gs.make_family(
         ALGEBRA,
         lambda p, dt: jnp.ones((p,), dtype=dt),
-        sample,
+        transform,
         output_cov,
         "diag",
         parametrisation,

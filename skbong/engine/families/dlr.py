@@ -15,7 +15,7 @@ import numpy as np
 
 from ..linalg import dlr_cov_root, dlr_grams, dlr_solve, gram_eigh, project_on, unit_chol_inverse
 from ..types import gradient_split
-from .base import Family, finite_and_positive
+from .base import Family, finite_and_positive, sampler
 
 
 class DLRState(NamedTuple):
@@ -214,20 +214,23 @@ def gd(state, prior, g, curv, alpha):
 def transform(state, eps):
     """θ = μ + Σ^{1/2} ε for standard normal rows ε (n, P), in O(P R² + P R n).
 
-    With A = Υ^{-1/2} W = U s Vᵀ (thin SVD), Λ = Υ^{1/2} (I + A Aᵀ) Υ^{1/2}, so
-    θ = μ + Υ^{-1/2} (I + U((1 + s²)^{-1/2} − 1) Uᵀ) ε.
+    With A = Υ^{-1/2} W = U S Vᵀ, Λ = Υ^{1/2} (I + A Aᵀ) Υ^{1/2}, so a square root of Σ
+    is Υ^{-1/2} (I + U ((I + S²)^{-1/2} − I) Uᵀ) = Υ^{-1/2} (I + A M Aᵀ), with
+    M = V g(S²) Vᵀ and g(λ) = ((1 + λ)^{-1/2} − 1) / λ = −1 / (√(1 + λ) (1 + √(1 + λ))):
+    the same matrix from the eigendecomposition of the R × R Gram AᵀA = V S² Vᵀ, without
+    an SVD of the P × R factor, and g has no cancellation as λ → 0 (where g → −1/2).
     """
     scale = jax.lax.rsqrt(state.prec_diag)
-    u, s, _ = jnp.linalg.svd(scale[:, None] * state.prec_lr, full_matrices=False)
-    shrink = jax.lax.rsqrt(1.0 + s * s) - 1.0
-    z = eps + ((eps @ u) * shrink[None, :]) @ u.T
+    a = scale[:, None] * state.prec_lr
+    lam, vecs = jnp.linalg.eigh(a.T @ a)
+    root = jnp.sqrt(1.0 + jnp.maximum(lam, 0.0))
+    m = (vecs * (-1.0 / (root * (1.0 + root)))[None, :]) @ vecs.T
+    z = eps + ((eps @ a) @ m) @ a.T
     return state.mean + z * scale[None, :]
 
 
-def sample(state, key, n):
-    """θ ~ N(μ, (Υ + WWᵀ)⁻¹): :func:`transform` of n standard normal draws."""
-    eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
-    return transform(state, eps)
+sample = sampler(transform)
+"""θ ~ N(μ, (Υ + WWᵀ)⁻¹): :func:`transform` of n standard normal draws."""
 
 
 def marginal_var(state):
@@ -291,6 +294,7 @@ DLR = Family(
     ngd=ngd,
     gd=gd,
     sample=sample,
+    transform=transform,
     marginal_var=marginal_var,
     output_cov=output_cov,
     is_valid=is_valid,

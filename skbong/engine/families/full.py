@@ -4,7 +4,6 @@
 RVGA), ``full_moment`` moment-parameter steps (appendix E.1 and E.2).
 """
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.linalg
@@ -40,10 +39,9 @@ ALGEBRA = gs.Algebra(
 )
 
 
-def sample(state, key, n):
-    """θ = μ + L ε with Σ = L Lᵀ."""
+def transform(state, eps):
+    """θ = μ + L ε with Σ = L Lᵀ, for standard normal rows ε (n, P)."""
     chol = cholesky(sym(state.cov))
-    eps = jax.random.normal(key, (n, state.mean.shape[0]), state.mean.dtype)
     return state.mean + eps @ chol.T
 
 
@@ -135,7 +133,7 @@ def _family(parametrisation, advice=""):
     return gs.make_family(
         ALGEBRA,
         lambda p, dt: jnp.eye(p, dtype=dt),
-        sample,
+        transform,
         output_cov,
         "dense",
         parametrisation,

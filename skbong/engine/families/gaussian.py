@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 
 from ..types import Curv, gradient_split
-from .base import Family, finite_and_positive
+from .base import Family, finite_and_positive, sampler
 
 
 class MeanCov(NamedTuple):
@@ -122,7 +122,7 @@ def moment_advice(family, natural):
     )
 
 
-def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation, **host):
+def make_family(alg, eye, transform, output_cov, hess_kind, parametrisation, **host):
     """Assemble a :class:`~.base.Family` from a representation and a parametrisation.
 
     Parameters
@@ -130,8 +130,8 @@ def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation, **host
     alg : Algebra
         Operations in the covariance representation.
     eye : callable ``(P, dtype) -> identity`` in that representation.
-    sample, output_cov : callable
-        Representation-specific sampling and ``J Σ Jᵀ``.
+    transform, output_cov : callable
+        Representation-specific θ = μ + Σ^{1/2} ε and ``J Σ Jᵀ``.
     hess_kind : str
         What MC-HESS delivers for this representation.
     parametrisation : ``"natural"`` or ``"moment"``
@@ -150,7 +150,8 @@ def make_family(alg, eye, sample, output_cov, hess_kind, parametrisation, **host
         predict=_predict(alg),
         ngd=lambda s, pr, g, c, a: ngd(alg, s, pr, g, c, a),
         gd=lambda s, pr, g, c, a: gd(alg, s, pr, g, c, a),
-        sample=sample,
+        sample=sampler(transform),
+        transform=transform,
         marginal_var=lambda s: alg.diagonal(s.cov),
         output_cov=output_cov,
         is_valid=_is_valid(alg),
