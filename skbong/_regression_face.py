@@ -249,19 +249,21 @@ class RegressorFace:
         the current belief, computed at the first call after an update and kept until the
         next (every update, reset and merge drops it; the key is the predictive kind).
 
-        With ``drift="auto"`` the estimator keeps both, and the bank's evidence chooses:
-        while the static filters (drift 1) hold most of the weight (``drift_`` is 1) the
-        rows look exchangeable, and the leave-one-out PITs under the static filters'
-        mixture calibrate; otherwise the prequential ones do."""
+        With ``drift="auto"`` and ``calibration="auto"`` the estimator keeps both, and the
+        bank's evidence chooses: while the static filters (drift 1) hold most of the
+        weight (``drift_`` is 1) the rows look exchangeable, and the leave-one-out PITs
+        under the static filters' mixture calibrate; otherwise the prequential ones do.
+        An explicit ``calibration="loo"`` takes the leave-one-out PITs of the whole
+        mixture."""
         if getattr(self, "calibration", None) is None:
             return None
         window = getattr(self, "_window", None)
         prequential = getattr(self, "_pit_counts", None)
         if window is None:
             return prequential
-        static_only = isinstance(self.drift, str)
+        static_only = isinstance(self.drift, str) and prequential is not None  # both kept
         if static_only and self.drift_ != 1.0:
-            return prequential
+            return prequential  # the evidence says the rows drift
         kind = self._predictive_kind()  # the cache's key; every change of the belief drops it
         cached = getattr(self, "_loo_cache", None)
         if cached is not None and cached[0] == kind:

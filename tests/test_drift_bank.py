@@ -118,6 +118,9 @@ def test_calibration_follows_the_evidence():
     auto = _reg(drift="auto", calibration="auto").fit(X, y)
     assert auto.drift_ < 1.0
     assert auto._calibration_counts() is auto._pit_counts
+    # an explicit "loo" keeps leave-one-out (of the whole mixture), whatever the evidence
+    loo = _reg(drift="auto", calibration="loo").fit(X, y)
+    assert loo._pit_counts is None and loo._calibration_counts().sum() > 0
 
 
 def test_drifting_stream_intervals_at_the_learned_drift():
