@@ -112,9 +112,13 @@ class PriorBankMixin:
             for k in keep
         ]
 
-    def _require_bank(self, name, param):
+    def _require_bank(self, name, param=None):
+        """Refuse the bank attribute ``name`` unless fitted with a bank (over ``param``
+        if given: ``"prior_variance"`` or ``"drift"``)."""
         check_is_fitted(self, "_state")
-        if self._log_evidence is None or not isinstance(getattr(self, param), str):
+        if param is None and self._log_evidence is None:
+            raise AttributeError(f"{name} exists with prior_variance='auto' or drift='auto' only")
+        if param is not None and (self._log_evidence is None or not isinstance(getattr(self, param), str)):
             raise AttributeError(f"{name} exists with {param}='auto' only")
 
     def _weight_table(self):
@@ -147,18 +151,14 @@ class PriorBankMixin:
         (for the linear-Gaussian model, the log marginal likelihood of that filter's
         state-space model; for networks each row's term is discounted by 0.99 per later
         row, see :func:`evidence_discount`); ``-inf`` for a dropped filter."""
-        check_is_fitted(self, "_state")
-        if self._log_evidence is None:
-            raise AttributeError("log_evidence_ exists with prior_variance='auto' or drift='auto' only")
+        self._require_bank("log_evidence_")
         return self._log_evidence.copy()
 
     @property
     def bank_grid_(self):
         """The bank's filters (``prior_variance="auto"`` and/or ``drift="auto"``), shape
         (K, 2): the prior variance and the drift of each, aligned with ``log_evidence_``."""
-        check_is_fitted(self, "_state")
-        if self._log_evidence is None:
-            raise AttributeError("bank_grid_ exists with prior_variance='auto' or drift='auto' only")
+        self._require_bank("bank_grid_")
         return np.stack(self._bank_grid(), axis=1)
 
     @property

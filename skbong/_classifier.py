@@ -59,14 +59,15 @@ class ClassifierFace:
         if plain:  # classes_ is sorted: y is a class where it equals its insertion point's
             idx = np.searchsorted(self.classes_, y)
             unseen = (idx == k) | (self.classes_[np.minimum(idx, k - 1)] != y)
-        else:
+        else:  # labels of any type: checked before they are looked up
             unseen = ~np.isin(y, self.classes_)
         if np.any(unseen):
             raise ValueError(
                 f"y contains label(s) {np.unique(y[unseen]).tolist()} not in classes_ "
                 f"{self.classes_.tolist()}"
             )
-        idx = np.searchsorted(self.classes_, y)
+        if not plain:
+            idx = np.searchsorted(self.classes_, y)
         Y = idx[:, None].astype(np.float64) if k == 2 else np.eye(k)[idx]
         return Y, (1 if k == 2 else k), 1.0
 

@@ -216,10 +216,10 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         intercept; :data:`~skbong._regressor.AUTO_FLOAT64_MAX`), whose update is exact
         (the Kalman filter) and whose few parameters make double precision cheap (1.2×
         float32's fit time at P = 51, 1.6× at P = 101, 3× from P = 129), and float32 for
-        larger linear models, networks and user models. In float32 the Kalman update cancels on raw-scale
-        features: river's TrumpApproval stream, with a date column near 7.4e5, was
-        refused at row 0 in float32 and learned in float64 (prequential R² 0.845,
-        river's BayesianLinearRegression 0.845).
+        larger linear models, networks and user models. In float32 the Kalman update
+        cancels on raw-scale features: river's TrumpApproval stream, with a date column
+        near 7.4e5, was refused at row 0 in float32 and learned in float64 (prequential
+        R² 0.845, river's BayesianLinearRegression 0.845).
     on_error : {"raise", "skip"}, default="raise"
         What to do with an update that would give a non-finite posterior: raise
         (leaving the posterior as before the call) or skip the row and count it in
