@@ -10,9 +10,9 @@ predictive density (``None`` without a bank); :mod:`skbong._base` runs them.
 
 import numpy as np
 import scipy.signal
-from sklearn.utils.validation import check_is_fitted
 
 from . import engine
+from ._posterior import _check_fitted
 
 PRIOR_GRID = 10.0 ** np.arange(-3, 4)
 """Prior variances of the bank that ``prior_variance="auto"`` runs (K = 7, 10⁻³ … 10³)."""
@@ -115,7 +115,7 @@ class PriorBankMixin:
     def _require_bank(self, name, param=None):
         """Refuse the bank attribute ``name`` unless fitted with a bank (over ``param``
         if given: ``"prior_variance"`` or ``"drift"``)."""
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         if param is None and self._log_evidence is None:
             raise AttributeError(f"{name} exists with prior_variance='auto' or drift='auto' only")
         if param is not None and (self._log_evidence is None or not isinstance(getattr(self, param), str)):
@@ -177,7 +177,7 @@ class PriorBankMixin:
     def prior_variance_(self):
         """The prior variance in use: ``prior_variance``, or with ``"auto"`` the bank's
         value of largest weight (``prior_weights_``)."""
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         if self._log_evidence is None or not isinstance(self.prior_variance, str):
             return float(self.prior_variance)
         return float(PRIOR_GRID[np.argmax(self._weight_table().sum(axis=1))])
@@ -186,7 +186,7 @@ class PriorBankMixin:
     def drift_(self):
         """The drift in use: ``drift``, or with ``"auto"`` the bank's value of largest
         weight (``drift_weights_``)."""
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         if self._log_evidence is None or not isinstance(self.drift, str):
             return float(self.drift)
         return float(DRIFT_GRID[np.argmax(self._weight_table().sum(axis=0))])

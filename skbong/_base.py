@@ -305,6 +305,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         self._noise = None
         self._pit_counts = None
         self._window = self._loo_cache = None
+        self._draws_cache = []  # the sampled predictives' draws (PosteriorMixin._draws)
         self._fit_signature = self._signature()
         self.family_ = config.family
         self._config_cache = (self._checked[0], config)

@@ -4,10 +4,11 @@ import numpy as np
 import scipy.special
 from sklearn.base import ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import column_or_1d
 
 from . import engine
 from ._base import BongBase
+from ._posterior import _check_fitted
 
 
 class ClassifierFace:
@@ -87,16 +88,15 @@ class ClassifierFace:
         log_proba : ndarray of shape (n_samples, n_classes)
             Log probabilities, columns ordered as ``classes_``.
         """
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         kind = self._predictive_kind()
         n_samples = int(self.predictive_samples)
-        eps = None if kind == "plugin" else self._normals(n_samples)
         logps, log_w = [], []
         for wt, state, _ in self._components():  # one filter, or the prior-variance bank
             (logp,) = self._predict_rows(
                 X,
-                lambda cfg, st, x, key: (
-                    engine.predict_log_proba(cfg, st, x, key, kind, n_samples, eps),
+                lambda cfg, st, x, key, thetas=None: (
+                    engine.predict_log_proba(cfg, st, x, key, kind, n_samples, thetas),
                 ),
                 state=state,
                 sampled=kind != "plugin",
@@ -113,7 +113,7 @@ class ClassifierFace:
         :ref:`which-predictive`)."""
         if self.predictive != "auto":
             return self.predictive
-        linear = self.model is None and not self._model_params()
+        linear = self.model is None and not self._hidden  # the fitted layer sizes
         return "linmc" if linear else "plugin"
 
     def predict_proba(self, X):

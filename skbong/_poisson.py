@@ -4,10 +4,11 @@ import numpy as np
 import scipy.special
 from sklearn.base import RegressorMixin
 from sklearn.metrics import d2_tweedie_score
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import column_or_1d
 
 from . import engine
 from ._base import BongBase
+from ._posterior import _check_fitted
 
 _HERMITE_NODES = 40
 """Gauss–Hermite nodes of the ``linmc`` predictive pmf (exact for polynomials of degree
@@ -231,16 +232,15 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
     def _moments(self, X, kind):
         """Predictive mean and variance of y at X under ``kind``, float64 (n,): the
         mixture over the bank with ``prior_variance="auto"``."""
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         hyper = engine.Hyper(None, np.asarray(1.0, self._jax_dtype()), None, None, None)
         n_samples = int(self.predictive_samples)
-        eps = self._normals(n_samples) if kind == "mc" else None
         mean = second = 0.0
         for wt, state, _ in self._components():
             m, v = self._predict_rows(
                 X,
-                lambda cfg, st, x, key: engine.predict_moments(
-                    cfg, st, hyper, x, key, kind, n_samples, eps
+                lambda cfg, st, x, key, thetas=None: engine.predict_moments(
+                    cfg, st, hyper, x, key, kind, n_samples, thetas
                 ),
                 state=state,
                 sampled=kind == "mc",
@@ -289,7 +289,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         logpmf : ndarray of shape (n_samples,)
             Log probabilities (nats).
         """
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         y = column_or_1d(y).astype(np.float64)
         kind = self._predictive_kind()
         per, log_w = [], []
@@ -314,7 +314,9 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         n = 1 if kind == "plugin" else int(self.predictive_samples)
         (f,) = self._predict_rows(
             X,
-            lambda cfg, st, x, key: (engine.sample_outputs(cfg, st, x, key, kind, n)[..., 0].T,),
+            lambda cfg, st, x, key, thetas=None: (
+                engine.sample_outputs(cfg, st, x, key, kind, n, thetas)[..., 0].T,
+            ),
             state=state,
             sampled=kind == "mc",
         )

@@ -20,10 +20,22 @@ from . import engine
 from ._guard import _check_not_forked
 from .adapters import _as_model, _framework_of
 
-_PREDICT_BLOCKS = (8, 128, 1024)
+_PREDICT_BLOCKS = (1, 8, 128, 1024)
 """Row-block sizes of the compiled predictives: a call pads its rows up to the smallest
-block that holds them (8 or 128) or runs 1024-row blocks, so at most three programs
-exist per predictive, configuration and feature count."""
+block that holds them (1, 8 or 128) or runs 1024-row blocks, so at most four programs
+exist per predictive, configuration and feature count. In float64 one row is a block of
+its own: a served prediction would otherwise compute eight (a sampled predictive's
+transcendentals made a one-row ``predict_proba`` 1.5× slower in an 8-row block). In
+float32 a lone row starts at 8: XLA:CPU's matrix-vector kernel rounds it differently
+from the same row in a block (by ~1e-6, past scikit-learn's subset-invariance check),
+while in float64 the difference is ~1e-15."""
+
+
+def _check_fitted(est):
+    """``check_is_fitted(est, "_state")``, without scikit-learn's tag lookup once fitted
+    (about 10 µs of every one-row call)."""
+    if "_state" not in est.__dict__:
+        check_is_fitted(est, "_state")
 
 
 def _check_model(model):
@@ -49,27 +61,24 @@ def _cached_key(seed, purpose):
 
 NORMALS_MAX = 2**20
 """Most entries (S × P) of the standard normal draws a sampled predictive keeps cached
-(8 MiB in float64); above it the program draws them at every call."""
-
-
-@functools.partial(jax.jit, static_argnums=(1, 2))
-def _draw_normals(key, n, p):
-    return jax.random.normal(key, (n, p), jnp.float64)
+(8 MiB in float64); above it the parameter draws are made from the estimator's key at
+every call."""
 
 
 @functools.lru_cache(maxsize=8)
 def _cached_normals(seed, n, p):
-    """The standard normal rows (n, p) in float64 that the sampled predictives draw from
-    the estimator's key 2, as a read-only numpy array: computed once, where every call's
-    program would otherwise draw them again (threefry was 100 µs of a 265 µs
-    ``predict_proba`` program at P = 11, S = 100)."""
-    with jax.enable_x64(True):
-        eps = np.asarray(_draw_normals(_cached_key(seed, 2), n, p))
+    """The standard normal rows (n, p) in float64 of the sampled predictives, from
+    numpy's generator seeded by ``(seed, 2)``, as a read-only array made once per process.
+    Drawn on the host: a program of their own would add a compilation to the first
+    sampled prediction, and threefry in the predictive's program cost 100 µs of every
+    265 µs one-row ``predict_proba`` at P = 11, S = 100."""
+    eps = np.random.default_rng([seed, 2]).standard_normal((n, p))
     eps.flags.writeable = False
     return eps
 
 
 _PARAM_NAMES = {}
+_SCALARS = frozenset((bool, int, float, str, type(None)))
 
 
 class PosteriorMixin:
@@ -102,9 +111,9 @@ class PosteriorMixin:
     def _check_params(self):
         """Validate the parameters and return the hidden layer sizes as a tuple of ints.
 
-        The checks run again only when a parameter changed (compared by ``repr``) since the
-        last successful check, so that a stream of one-row ``partial_fit`` calls pays for
-        them once.
+        The checks run again only when a parameter changed since the last successful
+        check (:meth:`_param_snapshot`), so that a stream of one-row ``partial_fit``
+        calls pays for them once.
         """
         snapshot = self._param_snapshot()
         if snapshot == getattr(self, "_checked", (None, None))[0]:
@@ -114,7 +123,12 @@ class PosteriorMixin:
         return hidden
 
     def _param_snapshot(self):
-        return tuple((k, repr(v)) for k, v in self.get_params(deep=False).items())
+        # Scalars by type and value (cheap to compare), anything else (a list, an array,
+        # a model) by ``repr``, which also sees it mutated in place.
+        return tuple(
+            (type(v), v) if type(v) in _SCALARS else repr(v)
+            for v in map(functools.partial(getattr, self), self._get_param_names())
+        )
 
     def _is_plain_rows(self, X):
         """Whether ``validate_data(self, X, reset=False)`` would return X unchanged and
@@ -123,7 +137,7 @@ class PosteriorMixin:
         ``predict`` and ``partial_fit`` calls; anything else is validated."""
         return (
             type(X) is np.ndarray
-            and X.dtype in (np.float32, np.float64)
+            and X.dtype.char in "fd"
             and X.ndim == 2
             and X.shape[0] >= 1
             and X.shape[1] == self.n_features_in_
@@ -171,13 +185,32 @@ class PosteriorMixin:
         return _cached_key(self._seed, purpose)
 
     def _normals(self, n_samples):
-        """The sampled predictives' standard normal rows (S, P) (:func:`_cached_normals`),
-        the draws the programs would make from ``self._key(2)``; ``None`` above
-        :data:`NORMALS_MAX` entries, where the programs draw them."""
+        """The sampled predictives' standard normal rows (S, P) (:func:`_cached_normals`);
+        ``None`` above :data:`NORMALS_MAX` entries, where the parameters are drawn from
+        ``self._key(2)``."""
         p = np.shape(self._state[0])[-1]  # the mean's (a bank's filters on a leading axis)
         if n_samples * p > NORMALS_MAX:
             return None
         return _cached_normals(self._seed, int(n_samples), int(p))
+
+    def _draws(self, config, parts, state, n_samples):
+        """The sampled predictives' parameter draws θₛ (S, P) from the belief ``parts``
+        (``state``: the same in float64): the transform of the cached normals
+        (:meth:`_normals`), made once per belief and seed and kept while ``parts`` is it
+        (the dlr transform's eigendecomposition was most of a one-row ``predict_proba``);
+        drawn from ``self._key(2)`` at every call above :data:`NORMALS_MAX`."""
+        # A list made by fit and filled in place: predicting leaves ``__dict__`` as it
+        # was (scikit-learn's check_dict_unchanged); an estimator without one (unpickled
+        # from an older version) does not cache.
+        cache, key = self.__dict__.get("_draws_cache"), (n_samples, self._seed)
+        if cache and cache[0] is parts and cache[1] == key:
+            return cache[2]
+        eps = self._normals(n_samples)
+        thetas = engine.draw_parameters(config, state, self._key(2), n_samples, eps)
+        if eps is not None and cache is not None:
+            thetas = np.asarray(thetas)
+            cache[:] = [parts, key, thetas]
+        return thetas
 
     def _state_class(self):
         """``DLRState`` or ``MeanCov``, the engine type of the belief's tuple."""
@@ -212,7 +245,7 @@ class PosteriorMixin:
         a leading axis over the bank's filters (``prior_weights_``). In the working
         ``dtype``; a fresh copy on each access.
         """
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         arrays = []
         for a in self._state:
             a = np.array(a)
@@ -227,7 +260,7 @@ class PosteriorMixin:
         Computed from the belief on first access after an update (a single-row
         ``partial_fit`` does not pay for it), then kept.
         """
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         if getattr(self, "_posterior_var", None) is None:
             _check_not_forked()
             cls = self._state_class()
@@ -258,8 +291,10 @@ class PosteriorMixin:
         ``dtype``: XLA's float32 matrix kernels round differently for 8-, 128- and
         1024-row blocks (by ~1e-6 on the logits), so a row's averaged prediction would
         depend on which rows it is predicted with; in float64 the difference is ~1e-15.
+        ``fn`` then takes the belief's ``predictive_samples`` parameter draws
+        (:meth:`_draws`) as ``thetas``.
         """
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         _check_not_forked()
         if not (validated or self._is_plain_rows(X)):
             X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
@@ -267,19 +302,25 @@ class PosteriorMixin:
         X = X.astype(dt, copy=False)
         config = self._config()
         outs = []
-        with jax.enable_x64(True) if sampled else self._x64():
+        with jax.enable_x64(dt is np.float64):
             cls = self._state_class()
             parts = self._state if state is None else state
             state = cls(*(np.asarray(a, dt) for a in parts))
             key = self._key(2)
+            if sampled:
+                kw["thetas"] = self._draws(config, parts, state, int(self.predictive_samples))
             big = _PREDICT_BLOCKS[-1]
+            blocks = _PREDICT_BLOCKS if dt is np.float64 else _PREDICT_BLOCKS[1:]
             for start in range(0, X.shape[0], big):
                 block = X[start : start + big]
                 n = block.shape[0]
-                size = next(b for b in _PREDICT_BLOCKS if b >= n)
-                padded = np.concatenate([block, np.zeros((size - n, X.shape[1]), X.dtype)])
-                res = fn(config, state, padded, key, **kw)
-                outs.append(tuple(np.asarray(r)[:n] for r in res))
+                size = next(b for b in blocks if b >= n)
+                if size > n:
+                    block = np.concatenate([block, np.zeros((size - n, X.shape[1]), X.dtype)])
+                res = fn(config, state, block, key, **kw)
+                outs.append(tuple(np.array(r)[:n] for r in res))  # writable copies
+        if len(outs) == 1:
+            return outs[0]
         return tuple(np.concatenate(parts) for parts in zip(*outs))
 
     def _draw_outputs(self, X, n_samples, random_state):
@@ -301,7 +342,7 @@ class PosteriorMixin:
             the noise is fixed) and the outputs f, float64 of shape (n_rows, C, s_k),
             Σ s_k = n_samples.
         """
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         _check_not_forked()
         if not isinstance(n_samples, int | np.integer) or n_samples < 1:
             raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
@@ -328,7 +369,7 @@ class PosteriorMixin:
     @property
     def n_params_(self):
         """Number of model parameters P."""
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         return int(self._prior_mean.shape[0])
 
 

@@ -4,9 +4,10 @@ learned or fixed noise, and the posterior predictive of y (Student-t mixtures)."
 import numpy as np
 import scipy.special
 import scipy.stats
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import _num_samples
 
 from . import _calibration, engine
+from ._posterior import _check_fitted
 
 
 class RegressorFace:
@@ -58,7 +59,7 @@ class RegressorFace:
         """Observation noise variance in use, shape (n_outputs,): the fixed
         ``obs_variance``, or the learned plug-in b / a = 1 / E[σ⁻²] (with
         ``prior_variance="auto"``, averaged over the bank with its weights)."""
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         if self._noise is None:
             return self._obs_var
         return sum(wt * nz[1].astype(np.float64) / nz[0] for wt, _, nz in self._components())
@@ -67,7 +68,7 @@ class RegressorFace:
     def noise_dof_(self):
         """Degrees of freedom 2a of the Student-t predictive per output (``inf`` when
         the noise is fixed), shape (n_outputs,)."""
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         if self._noise is not None:  # a grows by half the weight of each row in every filter
             return 2.0 * self._noise[0].astype(np.float64).reshape(-1, self._n_out)[0]
         return np.full(self._n_out, np.inf)
@@ -92,29 +93,29 @@ class RegressorFace:
         the input gradients of the locations and squared scales, (K, n, C, D) each.
         ``validated=True``: X is rows the estimator has checked (its calibration window);
         ``static_only``: the bank's filters of drift 1 only."""
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         moments = engine.predictive.predict_moments_grad if grad else engine.predict_moments
         n_samples = int(self.predictive_samples)
-        eps = self._normals(n_samples) if kind == "mc" else None
+        dt = self._jax_dtype()
         weights, dofs, outs = [], [], []
         for wt, state, noise in self._components(static_only):
             obs_var = self._noise_variance(noise)
-            hyper = engine.Hyper(None, np.asarray(obs_var, self._jax_dtype()), None, None, None)
+            hyper = engine.Hyper(None, np.asarray(obs_var, dt), None, None, None)
             out = self._predict_rows(
                 X,
-                lambda cfg, st, x, key, hyper=hyper: moments(
-                    cfg, st, hyper, x, key, kind, n_samples, eps
+                lambda cfg, st, x, key, thetas=None, hyper=hyper: moments(
+                    cfg, st, hyper, x, key, kind, n_samples, thetas
                 ),
                 state=state,
                 sampled=kind == "mc",
                 validated=validated,
             )
             weights.append(wt)
-            outs.append([a.astype(np.float64) for a in out])
-            dof = np.full(self._n_out, np.inf) if noise is None else 2.0 * noise[0]
-            dofs.append(np.asarray(dof, np.float64))
-        locs, scales, *grads = (np.array(a) for a in zip(*outs))
-        return (np.array(weights), locs, scales, np.array(dofs), *grads)
+            outs.append(out)
+            dofs.append(np.inf if noise is None else 2.0 * noise[0])
+        locs, scales, *grads = (np.array(a, np.float64) for a in zip(*outs))
+        dofs = np.broadcast_to(np.array(dofs, np.float64).reshape(len(dofs), -1), (len(dofs), self._n_out))
+        return (np.array(weights), locs, scales, dofs, *grads)
 
     def predict(self, X, return_std=False, return_mean_grad=False, return_std_grad=False):
         """Posterior predictive mean and standard deviation of y, and their input gradients.
@@ -162,16 +163,20 @@ class RegressorFace:
             )
         kind = self._predictive_kind() if return_std else "plugin"
         weights, locs, scales, dofs, *grads = self._mixture(X, kind, grad=grad)
-        mean = np.einsum("k,knc->nc", weights, locs)
+        one = len(weights) == 1
+        mean = locs[0] if one else np.einsum("k,knc->nc", weights, locs)
         out = [self._shape_output(mean)]
         if return_std:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                inflate = np.where(dofs > 2, dofs / (dofs - 2), np.inf)
-            inflate = np.where(np.isinf(dofs), 1.0, inflate)[:, None, :]
-            second = np.einsum("k,knc->nc", weights, scales * inflate + locs**2)
-            std = np.sqrt(np.maximum(second - mean**2, 0.0))
-            if len(weights) == 1:  # no cancellation for one component
+            # Var of a Student-t of ν degrees of freedom: its scale² × ν / (ν − 2)
+            # (1 for ν = ∞, a fixed noise; ∞ for ν ≤ 2)
+            inflate = np.where(np.isinf(dofs), 1.0, np.inf)
+            np.divide(dofs, dofs - 2, out=inflate, where=(dofs > 2) & np.isfinite(dofs))
+            inflate = inflate[:, None, :]
+            if one:  # no cancellation for one component
                 std = np.sqrt(scales[0] * inflate[0])
+            else:
+                second = np.einsum("k,knc->nc", weights, scales * inflate + locs**2)
+                std = np.sqrt(np.maximum(second - mean**2, 0.0))
             out.append(self._shape_output(std))
         if grad:
             mean_grad = np.einsum("k,kncd->ncd", weights, grads[0])

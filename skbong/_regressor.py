@@ -375,7 +375,9 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         :data:`AUTO_FLOAT64_MAX` parameters, whose update is exact and cancels in
         float32; ``"float32"`` otherwise. The width is the fitted one (set at the start
         of a fit, before the belief is built); unfitted, the small case."""
-        if self.model is not None or np.size(self.hidden_layer_sizes) != 0:
+        hidden = self.hidden_layer_sizes
+        empty = not hidden if type(hidden) is tuple else np.size(hidden) == 0
+        if self.model is not None or not empty:
             return "float32"
         width = getattr(self, "n_features_in_", None)
         if width is None:

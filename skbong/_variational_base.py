@@ -12,11 +12,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import engine
 from ._guard import _check_not_forked
-from ._posterior import PosteriorMixin
+from ._posterior import PosteriorMixin, _check_fitted
 from ._signature import structural_signature
 from .engine import epochs, solvers
 from .exceptions import SkippedRowsWarning
@@ -273,6 +273,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         rng = check_random_state(self.random_state) if not cont else None
         if not cont:
             self._seed = int(rng.randint(np.iinfo(np.int32).max))
+            self._draws_cache = []  # the sampled predictives' draws (PosteriorMixin._draws)
             self._n_out = n_out
             self._hidden = hidden
             self._batch = self._batch_config(X.shape[1], n_out, hidden)
@@ -409,7 +410,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
     @property
     def n_params_(self):
         """Number of model parameters P."""
-        check_is_fitted(self, "_state")
+        _check_fitted(self)
         return int(self._state[0].shape[0])
 
 

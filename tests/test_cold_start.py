@@ -89,10 +89,10 @@ def test_second_process_compiles_nothing(tmp_path):
     assert first["cache_dir"] == cache
     assert first["misses"] == first["requests"] > 0  # a fresh cache: everything compiled
     # a default fit and predict_proba compile four programs: the prior, the stream (with
-    # the dlr soundness check inside it), the predictive's standard normal draws (made
-    # once per process and cached: threefry's compilation moved out of the predictive,
-    # whose later calls no longer draw) and the predictive; each extra one costs a cold
-    # start 0.1-1 s
+    # the dlr soundness check inside it), the predictive's parameter draws (the transform
+    # of standard normals drawn on the host, made once per belief and kept, so that the
+    # predictive's later calls neither draw nor transform) and the predictive; each
+    # extra one costs a cold start 0.1-1 s
     assert first["requests"] <= 4
     assert os.listdir(cache)
     # the same programs, all loaded from disk

@@ -168,40 +168,60 @@ def test_output_samples(family, kind):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_given_normals_are_the_keys_draws(family):
-    """``eps`` (S, P) standard normal rows in place of ``key``: the draws ``sample``
-    makes from the key give the same outputs (the estimators cache them), in the program."""
+    """``draw_parameters`` of the standard normal rows ``eps`` (S, P) that ``key`` draws
+    makes the key's own draws, and outputs from given draws ``thetas`` equal the
+    program's own (the estimators cache the draws), in the program."""
     with jax.enable_x64(True):
         cfg = _config("gaussian3", family)
         state, _, _ = _state(family, cfg.model, jnp.float64)
         x = jnp.asarray(_inputs())
         key = jax.random.PRNGKey(4)
         eps = jax.random.normal(key, (7, cfg.model.n_params()), jnp.float64)
+        thetas = np.asarray(E.draw_parameters(cfg, state, None, 7, eps))
+        np.testing.assert_allclose(
+            thetas, np.asarray(E.draw_parameters(cfg, state, key, 7)), rtol=1e-13, atol=1e-13
+        )
         run = jax.jit(E.output_samples, static_argnames=("config", "kind", "n_samples"))
         for kind in ("mc", "linmc"):
             drawn = np.asarray(run(cfg, state, x, key, kind, 7))
-            given = np.asarray(run(cfg, state, x, None, kind, 7, eps))
+            given = np.asarray(run(cfg, state, x, None, kind, 7, thetas))
             np.testing.assert_allclose(given, drawn, rtol=1e-13, atol=1e-13 * np.abs(drawn).max())
 
 
-def test_estimators_cache_the_keys_normals(monkeypatch):
-    """A sampled predictive through the estimator equals the program that draws from the
-    estimator's key, cached or not (above ``NORMALS_MAX`` the program draws)."""
+def test_estimators_cache_their_draws(monkeypatch):
+    """A sampled predictive through the estimator equals the engine's program on the
+    parameter draws of the estimator's normals: from the draws it keeps, for one row (its
+    own block) and five, again after an update (which must not reuse the previous
+    belief's draws), and above ``NORMALS_MAX``, where nothing is kept and the program
+    draws from the estimator's key at every call."""
     import skbong._posterior as post
     from skbong import BongClassifier
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 4))
     y = (X[:, 0] + 0.3 * rng.normal(size=60) > 0).astype(int)
-    clf = BongClassifier(predictive="mc", predictive_samples=50, random_state=0).fit(X, y)
-    cached = clf.predict_proba(X[:5])
-    with jax.enable_x64(True):
-        state = clf._state_class()(*(np.asarray(a, np.float64) for a in clf._state))
-        x = np.concatenate([X[:5], np.zeros((3, 4))])  # the estimator's 8-row block
-        ref = np.exp(np.asarray(E.predict_log_proba(clf._config(), state, x, clf._key(2), "mc", 50)))[:5]
-    np.testing.assert_allclose(cached, ref / ref.sum(axis=1, keepdims=True), rtol=1e-12)
+    x = np.concatenate([X[:5], np.zeros((3, 4))])
+
+    def reference(est, keyed=False):
+        with jax.enable_x64(True):
+            cfg, key = est._config(), est._key(2)
+            state = est._state_class()(*(np.asarray(a, np.float64) for a in est._state))
+            eps = np.random.default_rng([est._seed, 2]).standard_normal((50, state.mean.shape[0]))
+            thetas = None if keyed else E.draw_parameters(cfg, state, None, 50, eps)
+            p = np.exp(np.asarray(E.predict_log_proba(cfg, state, x, key, "mc", 50, thetas)))
+        return (p / p.sum(axis=1, keepdims=True))[:5]
+
+    clf = BongClassifier(predictive="mc", predictive_samples=50, random_state=0).fit(X[:40], y[:40])
+    np.testing.assert_allclose(clf.predict_proba(X[:5]), reference(clf), rtol=1e-12)
+    assert clf._draws_cache[0] is clf._state
+    np.testing.assert_allclose(clf.predict_proba(X[:1]), reference(clf)[:1], rtol=1e-12)
+    clf.partial_fit(X[40:], y[40:])
+    np.testing.assert_allclose(clf.predict_proba(X[:5]), reference(clf), rtol=1e-12)
     monkeypatch.setattr(post, "NORMALS_MAX", 10)
-    assert clf._normals(50) is None
-    np.testing.assert_allclose(clf.predict_proba(X[:5]), cached, rtol=1e-12)
+    fresh = BongClassifier(predictive="mc", predictive_samples=50, random_state=0).fit(X, y)
+    assert fresh._normals(50) is None
+    np.testing.assert_allclose(fresh.predict_proba(X[:5]), reference(fresh, keyed=True), rtol=1e-12)
+    assert fresh._draws_cache == []
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -310,7 +310,8 @@ def test_malformed_input_is_refused_and_changes_nothing(fitted, kind, which):
     probe = np.random.default_rng(1).normal(size=(4, D))
     if name != "clf":
         probe = pd.DataFrame(probe, columns=list("abc"))
-    before = copy.deepcopy(vars(est)), est.predict(probe), est.posterior_var_.copy()
+    before = est.predict(probe), est.posterior_var_.copy()  # (fills the predictive's caches)
+    before = copy.deepcopy(vars(est)), *before
     with pytest.raises(ValueError, match=MALFORMED[kind][which == "clf"]):
         est.partial_fit(X, y, sample_weight=w)
     attrs = vars(est)

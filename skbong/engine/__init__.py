@@ -21,6 +21,7 @@ from .models import MLP, UserModel
 from .noise import NoiseState
 from .predictive import (
     PREDICTIVES,
+    draw_parameters,
     output_samples,
     predict_log_proba,
     predict_moments,
@@ -121,6 +122,7 @@ __all__ = [
     "noise",
     "marginal_var",
     "prior",
+    "draw_parameters",
     "output_samples",
     "predict_log_proba",
     "predict_moments",

@@ -142,7 +142,10 @@ def _gauss_gauss_moments(m, v, obs_var):
 
 
 def _bern_class_log_prob(f):
-    return jnp.concatenate([jax.nn.log_sigmoid(-f), jax.nn.log_sigmoid(f)], axis=-1)
+    # log σ(∓f) = −log(1 + e^{−|f|}) − max(±f, 0): both classes from one exp and one
+    # log1p per logit (two log-sigmoids cost twice that in a one-row predict_proba).
+    soft = jnp.log1p(jnp.exp(-jnp.abs(f)))
+    return jnp.concatenate([-soft - jnp.maximum(f, 0.0), -soft - jnp.maximum(-f, 0.0)], axis=-1)
 
 
 def _pois_cond_moments(f, obs_var):

@@ -6,10 +6,10 @@
   N(f(x, μ), J Σ Jᵀ + R); Poisson: the log-normal moments of the rate).
 * ``mc``: fₛ = f(x, θₛ).
 
-One set of S parameter samples is drawn per call from ``key`` (or from the standard
-normal rows ``eps`` (S, P), when given: the same draws without the PRNG in the program)
-and shared across all rows, so results do not depend on row order or on which rows are
-asked for.
+One set of S parameter samples is drawn per call from ``key`` and shared across all
+rows, so results do not depend on row order or on which rows are asked for; or the
+draws ``thetas`` (S, P) are given (:func:`draw_parameters`: the estimators make them
+once per belief, from their cached standard normal rows, and pass them to every call).
 Class probabilities are averaged over samples in log space (log-sum-exp), never
 the logits.
 """
@@ -24,17 +24,25 @@ from .curvature import output_jacobians
 PREDICTIVES = ("plugin", "linmc", "mc")
 
 
-def output_samples(config, state, x, key, kind, n_samples, eps=None):
+@partial(jax.jit, static_argnames=("config", "n_samples"))
+def draw_parameters(config, state, key, n_samples, eps=None):
+    """S = ``n_samples`` parameter draws θₛ ~ q, (S, P): from ``key``, or
+    ``family.transform(state, eps)`` of given standard normal rows ``eps`` (S, P) (the
+    draws ``key`` would make, when they are its normals)."""
+    family = config.impl.family
+    return family.sample(state, key, n_samples) if eps is None else family.transform(state, eps)
+
+
+def output_samples(config, state, x, key, kind, n_samples, thetas=None):
     """Model outputs under the predictive ``kind``: shape (S, n, C) (S = 1 for plugin);
-    θₛ from ``key``, or ``family.transform(state, eps)`` for given standard normal rows
-    ``eps`` (S, P)."""
+    θₛ drawn from ``key``, or the given draws ``thetas`` (S, P)."""
     if kind not in PREDICTIVES:
         raise ValueError(f"predictive={kind!r} is not one of {PREDICTIVES}")
     apply = config.model.apply
     if kind == "plugin":
         return apply(state.mean, x)[None]
-    family = config.impl.family
-    thetas = family.sample(state, key, n_samples) if eps is None else family.transform(state, eps)
+    if thetas is None:
+        thetas = config.impl.family.sample(state, key, n_samples)
     if kind == "mc":
         return jax.vmap(apply, in_axes=(0, None))(thetas, x)
     f_mean, push = jax.linearize(lambda th: apply(th, x), state.mean)
@@ -61,13 +69,13 @@ def predict_output_moments(config, state, x, key=None):
 
 
 @partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
-def predict_moments(config, state, hyper, x, key, kind, n_samples, eps=None):
+def predict_moments(config, state, hyper, x, key, kind, n_samples, thetas=None):
     """Mean and variance of y, each (n, C), for a likelihood with moments (Gaussian,
     Poisson): the likelihood's closed form under the linearised output
     f ~ N(f(x, μ), diag J Σ Jᵀ) for ``linmc``, else E[E(y | f)] and
     E[Var(y | f)] + Var[E(y | f)] over the output samples (the law of total variance).
 
-    The Gaussian variance includes the observation noise R. ``eps``: as in
+    The Gaussian variance includes the observation noise R. ``thetas``: as in
     :func:`output_samples`.
     """
     lik = config.impl.likelihood
@@ -75,13 +83,13 @@ def predict_moments(config, state, hyper, x, key, kind, n_samples, eps=None):
         raise ValueError(f"predict_moments does not apply to likelihood={config.likelihood!r}")
     if kind == "linmc":
         return lik.gauss_moments(*output_moments(config, state, x), hyper.obs_var)
-    samples = output_samples(config, state, x, key, kind, n_samples, eps)
+    samples = output_samples(config, state, x, key, kind, n_samples, thetas)
     mean, var = lik.cond_moments(samples, hyper.obs_var)
     return jnp.mean(mean, axis=0), jnp.mean(var, axis=0) + jnp.var(mean, axis=0)
 
 
 @partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
-def predict_moments_grad(config, state, hyper, x, key, kind, n_samples, eps=None):
+def predict_moments_grad(config, state, hyper, x, key, kind, n_samples, thetas=None):
     """:func:`predict_moments` and its exact input gradients (the same arguments).
 
     Each row is differentiated on its own (forward mode, one tangent per feature), with
@@ -97,7 +105,7 @@ def predict_moments_grad(config, state, hyper, x, key, kind, n_samples, eps=None
     """
 
     def one(xi):
-        mean, var = predict_moments(config, state, hyper, xi[None], key, kind, n_samples, eps)
+        mean, var = predict_moments(config, state, hyper, xi[None], key, kind, n_samples, thetas)
         return (mean[0], var[0]), (mean[0], var[0])
 
     (mean_grad, var_grad), (mean, var) = jax.vmap(jax.jacfwd(one, has_aux=True))(x)
@@ -105,11 +113,11 @@ def predict_moments_grad(config, state, hyper, x, key, kind, n_samples, eps=None
 
 
 @partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
-def predict_log_proba(config, state, x, key, kind, n_samples, eps=None):
+def predict_log_proba(config, state, x, key, kind, n_samples, thetas=None):
     """Log class probabilities (n, K) for the Bernoulli (K = 2) and categorical likelihoods
-    (``eps``: as in :func:`output_samples`)."""
+    (``thetas``: as in :func:`output_samples`)."""
     lik = config.impl.likelihood
     if lik.class_log_prob is None:
         raise ValueError(f"predict_log_proba does not apply to likelihood={config.likelihood!r}")
-    logp = lik.class_log_prob(output_samples(config, state, x, key, kind, n_samples, eps))
+    logp = lik.class_log_prob(output_samples(config, state, x, key, kind, n_samples, thetas))
     return jax.nn.logsumexp(logp, axis=0) - jnp.log(jnp.asarray(logp.shape[0], logp.dtype))
