@@ -238,6 +238,8 @@ def test_invalid_combinations_name_the_parameter(fitted_reg):
     "name, value, msg",
     [
         ("prior_variance", -1.0, "The 'prior_variance' parameter of Bong.* must be"),
+        # equal to the fitted True, but not a bool: the parameter snapshot compares types
+        ("fit_intercept", 1, "The 'fit_intercept' parameter of Bong.* must be"),
         ("family", "diag", r"\['family'\] changed"),
         ("hidden_layer_sizes", (2,), r"\['hidden_layer_sizes'\] changed"),
         ("dtype", "float64", r"\['dtype'\] changed"),
