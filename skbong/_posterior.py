@@ -77,6 +77,19 @@ def _cached_normals(seed, n, p):
     return eps
 
 
+def _offsets(parts, belief):
+    """Where the arrays ``parts`` lie in those of ``belief`` (byte offsets: a bank's
+    filters are views into the stacked arrays, a single belief is its own), or None
+    where one does not lie inside its counterpart; the same for a copy of the belief."""
+    offsets = []
+    for a, b in zip(parts, belief):
+        offset = a.__array_interface__["data"][0] - b.__array_interface__["data"][0]
+        if offset < 0 or offset + a.nbytes > b.nbytes:
+            return None
+        offsets.append(offset)
+    return tuple(offsets)
+
+
 _PARAM_NAMES = {}
 _SCALARS = frozenset((bool, int, float, str, type(None)))
 
@@ -196,20 +209,27 @@ class PosteriorMixin:
     def _draws(self, config, parts, state, n_samples):
         """The sampled predictives' parameter draws θₛ (S, P) from the belief ``parts``
         (``state``: the same in float64): the transform of the cached normals
-        (:meth:`_normals`), made once per belief and seed and kept while ``parts`` is it
-        (the dlr transform's eigendecomposition was most of a one-row ``predict_proba``);
-        drawn from ``self._key(2)`` at every call above :data:`NORMALS_MAX`."""
-        # A list made by fit and filled in place: predicting leaves ``__dict__`` as it
-        # was (scikit-learn's check_dict_unchanged); an estimator without one (unpickled
-        # from an older version) does not cache.
-        cache, key = self.__dict__.get("_draws_cache"), (n_samples, self._seed)
-        if cache and cache[0] is parts and cache[1] == key:
-            return cache[2]
+        (:meth:`_normals`), made once per belief (and per filter of a bank) and kept
+        until the next update (the dlr transform's eigendecomposition was most of a
+        one-row ``predict_proba``); drawn from ``self._key(2)`` at every call above
+        :data:`NORMALS_MAX`, which also bounds what is kept in all."""
+        # ``_draws_cache`` is a list made by fit and filled in place, so that predicting
+        # leaves ``__dict__`` as it was (scikit-learn's check_dict_unchanged); an
+        # estimator without one (unpickled from an older version) keeps nothing. It holds
+        # ``[belief, {key: draws}]``, a filter keyed by where it lies in the belief.
+        cache = self.__dict__.get("_draws_cache")
+        where = _offsets(parts, self._state)
+        key = (n_samples, self._seed, where)
+        if cache and cache[0] is self._state and key in cache[1]:
+            return cache[1][key]
         eps = self._normals(n_samples)
         thetas = engine.draw_parameters(config, state, self._key(2), n_samples, eps)
-        if eps is not None and cache is not None:
-            thetas = np.asarray(thetas)
-            cache[:] = [parts, key, thetas]
+        if eps is not None and cache is not None and where is not None:
+            if not cache or cache[0] is not self._state:  # a new belief: forget the old
+                cache[:] = [self._state, {}]
+            kept = cache[1]
+            if sum(t.size for t in kept.values()) + thetas.size <= NORMALS_MAX:
+                thetas = kept[key] = np.asarray(thetas)
         return thetas
 
     def _state_class(self):

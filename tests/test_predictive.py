@@ -224,6 +224,46 @@ def test_estimators_cache_their_draws(monkeypatch):
     assert fresh._draws_cache == []
 
 
+def test_bank_filters_keep_their_own_draws(monkeypatch):
+    """With ``prior_variance="auto"`` each filter of the bank keeps its own parameter
+    draws (the same normals through its own belief): the mixture predictive equals the
+    engine's programs filter by filter, from the draws kept and again after an update;
+    ``NORMALS_MAX`` bounds what is kept over all filters."""
+    import scipy.special
+
+    import skbong._posterior as post
+    from skbong import BongClassifier
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=80) > 0).astype(int)
+    x = np.concatenate([X[:5], np.zeros((3, 4))])
+
+    def reference(est):
+        cfg, key, logps = est._config(), est._key(2), []
+        with jax.enable_x64(True):
+            for wt, parts, _ in est._components():
+                state = est._state_class()(*(np.asarray(a, np.float64) for a in parts))
+                eps = np.random.default_rng([est._seed, 2]).standard_normal((30, state.mean.shape[0]))
+                thetas = E.draw_parameters(cfg, state, None, 30, eps)
+                logp = np.asarray(E.predict_log_proba(cfg, state, x, key, "mc", 30, thetas))
+                logps.append(logp[:5] + np.log(wt))
+        return np.exp(scipy.special.logsumexp(np.array(logps), axis=0))
+
+    clf = BongClassifier(prior_variance="auto", predictive="mc", predictive_samples=30, random_state=0)
+    clf.fit(X[:60], y[:60])
+    assert len(clf._components()) >= 2
+    for _ in range(2):  # the draws made, then the draws kept
+        np.testing.assert_allclose(clf.predict_proba(X[:5]), reference(clf), rtol=1e-10)
+    assert len(clf._draws_cache[1]) == len(clf._components())
+    clf.partial_fit(X[60:], y[60:])
+    np.testing.assert_allclose(clf.predict_proba(X[:5]), reference(clf), rtol=1e-10)
+    monkeypatch.setattr(post, "NORMALS_MAX", 30 * clf.n_params_)  # room for one filter's
+    clf.partial_fit(X[:1], y[:1])
+    np.testing.assert_allclose(clf.predict_proba(X[:5]), reference(clf), rtol=1e-10)
+    assert len(clf._draws_cache[1]) == 1
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("case", ["gaussian", "gaussian3"])
 @pytest.mark.parametrize(("dtype", "rtol"), [("float64", 1e-10), ("float32", 1e-5)])
