@@ -3,7 +3,6 @@
 (:class:`_Algebra`), the conjugate noise, and the evidence through the log-partition."""
 
 from collections.abc import Callable
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -13,6 +12,7 @@ import scipy.linalg
 import scipy.special
 
 from .engine.linalg import dlr_grams, dlr_solve, project_rank
+from .engine.program import program
 
 
 # ------------------------------------------------------------------ the algebra
@@ -69,7 +69,7 @@ DIAGONAL = _Algebra(
 """``diag`` and ``diag_moment``: Λ = 1 / σ² (P,)."""
 
 
-@jax.jit
+@program
 def _woodbury_solve(diag, factor, v):
     rows = factor.T
     _, inner, scaled = dlr_grams(diag, rows)
@@ -89,7 +89,7 @@ def _dlr_logdet(prec):
     return np.sum(np.log(diag)) + DENSE.logdet(inner)
 
 
-@partial(jax.jit, static_argnames="rank")
+@program(static_argnames="rank")
 def _project(diag, factor, rank):
     rows = factor.T
     head, dropped = project_rank(rows, rows @ factor, rank)

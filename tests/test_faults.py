@@ -77,6 +77,18 @@ What is injected, and what each test proves:
   backward-stable update is accurate to a few ulps: we allow 10 (P + 1) ε, for
   |φ| up to 1e6 (|φ|² ε ≫ 1 in float32: the naive Woodbury Σ g − Hᵀ(H g) fails here).
 
+**On other backends** the pins are not compared: they are the CPU's rounding at the
+float32 range edges, which another backend's kernels (fused multiply-adds, other
+reduction orders and factorisations) move. Everything else is asserted everywhere: each
+outcome's contract (a refused step leaves the state bitwise unchanged, an accepted one is
+finite, valid and positive definite; a refused call leaves the estimator as it was) and
+every outcome that the maths decides. On an NVIDIA H200 (jax 0.11.2) the contract held in
+every cell; pinned edge cells of the full, diag and dlr matrices (x = 1e19, weight 1e30,
+prior 1e8) and two of the estimator table (a 1e30 row in float64, prior 1e8 for the dlr
+classifier) came out the other way, each as a refusal or as a finite, valid acceptance; and the float32 full-covariance step at |φ| = 1e6, whose
+exact Σ' has an eigenvalue ≈ 1 / |φ|² far below float32's ε, was refused there as not
+positive definite (:func:`test_huge_inputs_do_not_corrupt_the_conjugate_update`).
+
 Run ``python tests/test_faults.py`` to print the engine fault matrix.
 """
 
@@ -93,6 +105,10 @@ from skbong import BongClassifier, BongRegressor, NonFiniteUpdateError
 from skbong import engine as E
 from skbong.engine.families.dlr import variances_positive
 from skbong.engine.families.full import is_spd
+
+PINNED_BACKEND = jax.default_backend() == "cpu"
+"""Whether the measured edge outcomes (:data:`PINNED`, :data:`REFUSED`) are compared: on
+the CPU, where they were measured (module docstring)."""
 
 # ----------------------------------------------------------------------------- engine
 # (name, prior variance, x, y, w); float32 throughout
@@ -172,6 +188,8 @@ def _expected(name, family, rule, hessian):
         if not moment or rule in ("bong", "blr"):
             return "A"
         return "R"
+    if not PINNED_BACKEND:
+        return None  # any outcome whose contract holds (module docstring)
     combos = [c for c in COMBOS if c[0] == family]
     return PINNED[name][family].replace(" ", "")[combos.index((family, rule, hessian))]
 
@@ -261,7 +279,7 @@ def test_engine_fault_matrix(family):
                     code = "A"
             codes.append(code)
             expected = _expected(name, *combo)
-            if code != expected:
+            if expected is not None and code != expected:
                 wrong.append(f"{where}: {CODES[code]}; expected {CODES[expected]}")
         MATRIX[combo] = codes
     assert not wrong, "\n".join(wrong)
@@ -447,7 +465,10 @@ the duplicated columns, as in the engine matrix."""
 
 
 def _expect(est, params, injection, refused):
-    """Assert the pinned outcome of an injection (:data:`REFUSED`)."""
+    """Assert the pinned outcome of an injection (:data:`REFUSED`; on the CPU only: the
+    callers assert the outcome's contract on every backend)."""
+    if not PINNED_BACKEND:
+        return
     expected = injection in REFUSED.get((type(est).__name__, _config_name(params)), ())
     what = {True: "refused", False: "accepted"}
     assert refused == expected, (
@@ -886,7 +907,19 @@ def test_huge_inputs_do_not_corrupt_the_conjugate_update(family, hessian, dtype,
         dtype=dtype,
         prior_variance=prior_var,
         obs_variance=obs_var,
-    ).fit(X, np.r_[y, np.zeros(N - 1)], sample_weight=w)
+    )
+    singular = family == "full" and dtype == "float32" and scale >= 1e6
+    if singular and not PINNED_BACKEND:
+        # Σ' has an eigenvalue ≈ 1 / |φ|² ≈ 3e-13, far below float32's ε: whether its
+        # Cholesky succeeds is rounding (module docstring). Either the update is accurate
+        # (below) or it is refused loudly, with nothing fitted.
+        try:
+            est.fit(X, np.r_[y, np.zeros(N - 1)], sample_weight=w)
+        except NonFiniteUpdateError as err:
+            assert "not positive definite" in str(err) and not hasattr(est, "_state")
+            return
+    else:
+        est.fit(X, np.r_[y, np.zeros(N - 1)], sample_weight=w)
     exact = _conjugate_exact(family, phi, y, prior_var, obs_var)
     eps = np.finfo(dtype).eps
     err = np.linalg.norm(est.posterior_mean_ - exact) / np.linalg.norm(exact)

@@ -698,6 +698,30 @@ MUTANTS = [
         ("tests/test_errors.py", "-k", "invalid_parameter_on_fitted"),
         "a parameter changed to an equal value of a wrong type (fit_intercept=1) is not validated again",
     ),
+    Mutant(
+        "programs-at-default-precision",
+        "skbong/engine/program.py",
+        "        with jax.default_matmul_precision(PRECISION):",
+        "        with jax.default_matmul_precision(None):",
+        ("tests/test_precision.py",),
+        "the programs trace at XLA's default precision (TensorFloat-32 products on tensor-core GPUs)",
+    ),
+    Mutant(
+        "programs-override-the-user",
+        "skbong/engine/program.py",
+        "        if jax.config.jax_default_matmul_precision is not None:",
+        "        if False:",
+        ("tests/test_precision.py",),
+        "a precision the user chose is replaced by skbong's",
+    ),
+    Mutant(
+        "a-plain-jit",
+        "skbong/engine/__init__.py",
+        "@program(static_argnames=(\"config\",))\ndef marginal_var",
+        "@jax.jit\ndef marginal_var",
+        ("tests/test_precision.py",),
+        "a compiled function made by jax.jit, outside the precision context",
+    ),
 ]
 
 

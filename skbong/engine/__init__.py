@@ -7,8 +7,6 @@ estimators), :mod:`.families`, :mod:`.rules`, :mod:`.stream` and
 hyperparameters in :class:`Hyper`.
 """
 
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -27,6 +25,7 @@ from .predictive import (
     predict_moments,
     sample_outputs,
 )
+from .program import program
 from .rules import RULES, update
 from .stream import (
     CHUNK_SIZES,
@@ -52,7 +51,7 @@ def init_state(config, mean0, prior_var):
     return config.impl.family.init(mean0, prior_var, config.rank)
 
 
-@partial(jax.jit, static_argnames=("config", "dtype"))
+@program(static_argnames=("config", "dtype"))
 def prior(config, seed, prior_var, dtype):
     """Prior mean θ₀ (the model's initialiser from ``seed``) and the prior state, in one program.
 
@@ -79,7 +78,7 @@ def prior(config, seed, prior_var, dtype):
     return mean0, init_state(config, mean0, jnp.asarray(prior_var, dtype))
 
 
-@partial(jax.jit, static_argnames=("config",))
+@program(static_argnames=("config",))
 def marginal_var(config, state):
     """Posterior marginal variances diag(Σ), shape (P,)."""
     return config.impl.family.marginal_var(state)
@@ -122,6 +121,7 @@ __all__ = [
     "noise",
     "marginal_var",
     "prior",
+    "program",
     "draw_parameters",
     "output_samples",
     "predict_log_proba",

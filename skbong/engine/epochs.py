@@ -10,19 +10,18 @@ and the step is counted. Everything real-valued is traced (:class:`~.solvers.Bat
 so a grid over the prior, the rates or the noise reuses one program per data shape.
 """
 
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 
 from . import solvers
+from .program import program
 
 
 def _select(flag, new, old):
     return jax.tree_util.tree_map(lambda a, b: jnp.where(flag, a, b), new, old)
 
 
-@partial(jax.jit, static_argnames=("config", "shuffle", "learn_noise"))
+@program(static_argnames=("config", "shuffle", "learn_noise"))
 def run_epoch(config, state, t0, x, y, w, hyper, key, shuffle=True, learn_noise=False):
     """One epoch of ``config.solver`` over the rows ``x, y, w``.
 
@@ -120,13 +119,13 @@ def noise_chunks(n_steps, per_step):
     return -(-n_steps // n_chunks), n_chunks
 
 
-@partial(jax.jit, static_argnames=("config",))
+@program(static_argnames=("config",))
 def init_state(config, mean, hyper):
     """q₀ of ``config.solver`` with the given starting mean."""
     return solvers.solver(config).init(mean, hyper)
 
 
-@partial(jax.jit, static_argnames=("config",))
+@program(static_argnames=("config",))
 def posterior_and_kl(config, state, hyper):
     """The posterior q (MeanCov or DLRState) and KL(q ‖ prior)."""
     post = solvers.solver(config).posterior(state, hyper)

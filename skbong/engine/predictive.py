@@ -14,17 +14,17 @@ Class probabilities are averaged over samples in log space (log-sum-exp), never
 the logits.
 """
 
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 
 from .curvature import output_jacobians
+from .program import program
 
 PREDICTIVES = ("plugin", "linmc", "mc")
 
 
-@partial(jax.jit, static_argnames=("config", "n_samples"))
+@program(static_argnames=("config", "n_samples"))
 def draw_parameters(config, state, key, n_samples, eps=None):
     """S = ``n_samples`` parameter draws θₛ ~ q, (S, P): from ``key``, or
     ``family.transform(state, eps)`` of given standard normal rows ``eps`` (S, P) (the
@@ -49,7 +49,7 @@ def output_samples(config, state, x, key, kind, n_samples, thetas=None):
     return f_mean[None] + jax.vmap(push)(thetas - state.mean)
 
 
-sample_outputs = jax.jit(output_samples, static_argnames=("config", "kind", "n_samples"))
+sample_outputs = program(output_samples, static_argnames=("config", "kind", "n_samples"))
 """Jitted :func:`output_samples`."""
 
 
@@ -61,14 +61,14 @@ def output_moments(config, state, x):
     return config.model.apply(state.mean, x), var
 
 
-@partial(jax.jit, static_argnames=("config",))
+@program(static_argnames=("config",))
 def predict_output_moments(config, state, x, key=None):
     """Jitted :func:`output_moments` (``key`` is unused: the estimators' predictive
     signature)."""
     return output_moments(config, state, x)
 
 
-@partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
+@program(static_argnames=("config", "kind", "n_samples"))
 def predict_moments(config, state, hyper, x, key, kind, n_samples, thetas=None):
     """Mean and variance of y, each (n, C), for a likelihood with moments (Gaussian,
     Poisson): the likelihood's closed form under the linearised output
@@ -88,7 +88,7 @@ def predict_moments(config, state, hyper, x, key, kind, n_samples, thetas=None):
     return jnp.mean(mean, axis=0), jnp.mean(var, axis=0) + jnp.var(mean, axis=0)
 
 
-@partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
+@program(static_argnames=("config", "kind", "n_samples"))
 def predict_moments_grad(config, state, hyper, x, key, kind, n_samples, thetas=None):
     """:func:`predict_moments` and its exact input gradients (the same arguments).
 
@@ -112,7 +112,7 @@ def predict_moments_grad(config, state, hyper, x, key, kind, n_samples, thetas=N
     return mean, var, mean_grad, var_grad
 
 
-@partial(jax.jit, static_argnames=("config", "kind", "n_samples"))
+@program(static_argnames=("config", "kind", "n_samples"))
 def predict_log_proba(config, state, x, key, kind, n_samples, thetas=None):
     """Log class probabilities (n, K) for the Bernoulli (K = 2) and categorical likelihoods
     (``thetas``: as in :func:`output_samples`)."""

@@ -10,7 +10,6 @@ Each step also reports the prequential (predict-then-update) plugin log-likeliho
 of its rows under the belief before the update, and the plugin outputs f(x, μ).
 """
 
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -18,6 +17,7 @@ import numpy as np
 
 from . import noise as noise_lib
 from .curvature import output_jacobians
+from .program import program
 from .rules import checked_update, checks_before_writing, update
 from .types import Hyper
 
@@ -188,10 +188,10 @@ def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None
     return state, log_lik, f, ok
 
 
-run_stream = jax.jit(_run_stream, static_argnames=("config",))
+run_stream = program(_run_stream, static_argnames=("config",))
 
 
-@partial(jax.jit, static_argnames=("config",))
+@program(static_argnames=("config",))
 def run_stream_checked(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None):
     """:func:`run_stream` and, in the same program, the family's ``end_check`` of the final
     belief (``True`` for a family without one): what the estimators run, one dispatch per
@@ -202,7 +202,7 @@ def run_stream_checked(config, state, mean0, hyper, xs, ys, ws, step0, key, leng
     return state, log_lik, f, ok, jnp.asarray(True) if check is None else check(belief)
 
 
-@partial(jax.jit, static_argnames=("config",))
+@program(static_argnames=("config",))
 def run_bank(config, states, mean0, hyper, xs, ys, ws, step0, key, length=None):
     """:func:`run_stream` for a bank of K filters in one program (``vmap``).
 

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..linalg import dlr_cov_root, dlr_grams, dlr_solve, gram_eigh, project_on, unit_chol_inverse
+from ..program import program
 from ..types import gradient_split
 from .base import Family, finite_and_positive, sampler
 
@@ -263,7 +264,7 @@ def scale(state, c):
     return DLRState(state.mean, state.prec_diag / c, state.prec_lr * jax.lax.rsqrt(c))
 
 
-@jax.jit
+@program
 def _min_variance(prec_diag, prec_lr):
     """The smallest marginal variance of a dlr belief by :func:`marginal_var` (NaN where
     its Woodbury factorisation fails counts as −∞)."""
