@@ -603,18 +603,27 @@ def test_backtrack_zero_is_the_published_step_and_too_few_halvings_still_refuse(
 
 
 def test_positive_definiteness_is_checked_once_per_call(monkeypatch):
-    calls = []
-    counting = E.FAMILIES["full"]._replace(
-        host_check=lambda st: calls.append(st[1].shape) or is_spd(st[1])
+    """Σ positive definite is checked once per call (one P × P Cholesky), inside the
+    call's own stream program (``end_check``: one dispatch per call) and for its last
+    chunk only, never on the host. A call of 560 rows runs two chunks (512 + 48 steps)."""
+    calls, host = [], []
+    full = E.FAMILIES["full"]
+
+    def end_check(state):
+        jax.debug.callback(lambda: calls.append(1))  # runs each time the program checks
+        return full.end_check(state)
+
+    counting = full._replace(
+        end_check=end_check, host_check=lambda st: host.append(1) or is_spd(st[1])
     )
     monkeypatch.setitem(E.FAMILIES, "full", counting)
+    jax.clear_caches()  # programs compiled earlier in this process hold the real check
     est = BongRegressor(**REPRESENTATIVE[0], **COMMON).fit(X_FIT, Y_REG)
     est.partial_fit(X_MORE, Y_MORE_REG)
-    assert calls == [(D + 1, D + 1)] * 2
-    for i in (2, 4):  # diag and dlr: positive definite by construction, no check
-        calls.clear()
-        BongRegressor(**REPRESENTATIVE[i], **COMMON).fit(X_FIT, Y_REG)
-        assert calls == []
+    est.partial_fit(np.tile(X_MORE, (70, 1)), np.tile(Y_MORE_REG, 70))
+    jax.clear_caches()  # and none compiled here outlives the patch
+    assert est.n_observations_ == N + N + 70 * N and est.n_skipped_ == 0
+    assert (len(calls), host) == (3, [])
 
 
 def test_dlr_variances_are_checked_once_per_call(monkeypatch):

@@ -192,14 +192,21 @@ run_stream = program(_run_stream, static_argnames=("config",))
 
 
 @program(static_argnames=("config",))
-def run_stream_checked(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None):
+def run_stream_checked(
+    config, state, mean0, hyper, xs, ys, ws, step0, key, length=None, final=True
+):
     """:func:`run_stream` and, in the same program, the family's ``end_check`` of the final
-    belief (``True`` for a family without one): what the estimators run, one dispatch per
-    call. Returns the outputs of :func:`run_stream` and that flag."""
+    belief (``True`` for a family without one, or where ``final`` is false: a chunk that
+    is not the call's last, whose belief the next chunk replaces): what the estimators
+    run, one dispatch per call. ``final`` is traced, so both kinds of chunk share one
+    program. Returns the outputs of :func:`run_stream` and that flag."""
     state, log_lik, f, ok = _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length)
     check = config.impl.family.end_check
     belief = state[0] if config.learn_noise else state
-    return state, log_lik, f, ok, jnp.asarray(True) if check is None else check(belief)
+    if check is None:
+        return state, log_lik, f, ok, jnp.asarray(True)
+    flag = jax.lax.cond(final, check, lambda _: jnp.asarray(True), belief)
+    return state, log_lik, f, ok, flag
 
 
 @program(static_argnames=("config",))
@@ -308,8 +315,9 @@ def stream(
             else a[start : start + length]
             for a in (xs, ys, ws)
         ]
+        final = (start + length == n_steps,) if checked else ()
         state, log_lik, f, ok, *flag = program(
-            config, state, mean0, hyper, *chunk, step0 + start, key, length
+            config, state, mean0, hyper, *chunk, step0 + start, key, length, *final
         )
         if on_host:
             state = jax.tree_util.tree_map(np.asarray, state)
@@ -319,14 +327,16 @@ def stream(
         parts.append(tuple(np.asarray(a)[:length] for a in outs))
         start += length
         if flag:  # the belief after this chunk; the last one's is the call's
-            sound = bool(flag[0])
+            sound = bool(np.asarray(flag[0]))  # (bool() of a jax scalar costs 10× more)
         if callback is not None:
             callback(start, n_steps)
     extra = (sound,) if checked else ()
     if not parts:
         c = y.shape[1] if y.ndim == 2 else 1
         return (state, np.zeros(0, x.dtype), np.zeros((0, c), x.dtype), np.ones(0, bool), *extra)
-    log_lik, f, ok = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    log_lik, f, ok = parts[0] if len(parts) == 1 else (
+        np.concatenate([p[i] for p in parts]) for i in range(3)
+    )
     if bank:  # filters first again: (K, n), (K, n, C), (K, T)
         log_lik, f, ok = (np.moveaxis(a, 1, 0) for a in (log_lik, f, ok))
     lead = log_lik.shape[: log_lik.ndim - 2]

@@ -138,6 +138,7 @@ def _family(parametrisation, advice=""):
         "dense",
         parametrisation,
         host_check=lambda state: is_spd(state[1]),
+        end_check=_cholesky_succeeds,
         unsound="a covariance that is not positive definite",
         memory=lambda p, r, itemsize: 4 * p * p * itemsize,  # Σ, its update, two temporaries
         advice=advice,
@@ -151,7 +152,10 @@ def _family(parametrisation, advice=""):
 
 
 def _cholesky_succeeds(state):
-    """In-graph: the symmetrised covariance has a finite Cholesky factor (O(P³))."""
+    """In-graph: the symmetrised covariance has a finite Cholesky factor (O(P³)): the
+    backtracked steps' acceptance test, and :func:`is_spd` inside the stream program
+    (``end_check``, once per call). XLA's CPU Cholesky is LAPACK's ``potrf``, as in
+    :func:`is_spd`, and returns NaN where it fails."""
     cov = 0.5 * (state.cov + state.cov.T)
     return jnp.all(jnp.isfinite(jnp.linalg.cholesky(cov)))
 
