@@ -602,49 +602,54 @@ def test_backtrack_zero_is_the_published_step_and_too_few_halvings_still_refuse(
     assert "while" not in jaxpr
 
 
-def test_positive_definiteness_is_checked_once_per_call(monkeypatch):
+@pytest.fixture
+def count_checks(monkeypatch):
+    """``count(name)`` patches the family ``name`` so that its in-program ``end_check``
+    and its ``host_check`` record each run; returns the two lists. JAX's caches are
+    cleared on both sides, so that no program compiled with the real check is reused
+    and none compiled with the counting one outlives the test."""
+
+    def count(name):
+        calls, host = [], []
+        family = E.FAMILIES[name]
+
+        def end_check(state):
+            jax.debug.callback(lambda: calls.append(1))  # runs each time the program checks
+            return family.end_check(state)
+
+        def host_check(state):
+            host.append(1)
+            return family.host_check(state)
+
+        monkeypatch.setitem(
+            E.FAMILIES, name, family._replace(end_check=end_check, host_check=host_check)
+        )
+        jax.clear_caches()
+        return calls, host
+
+    yield count
+    jax.clear_caches()
+
+
+def test_positive_definiteness_is_checked_once_per_call(count_checks):
     """Σ positive definite is checked once per call (one P × P Cholesky), inside the
     call's own stream program (``end_check``: one dispatch per call) and for its last
     chunk only, never on the host. A call of 560 rows runs two chunks (512 + 48 steps)."""
-    calls, host = [], []
-    full = E.FAMILIES["full"]
-
-    def end_check(state):
-        jax.debug.callback(lambda: calls.append(1))  # runs each time the program checks
-        return full.end_check(state)
-
-    counting = full._replace(
-        end_check=end_check, host_check=lambda st: host.append(1) or is_spd(st[1])
-    )
-    monkeypatch.setitem(E.FAMILIES, "full", counting)
-    jax.clear_caches()  # programs compiled earlier in this process hold the real check
+    calls, host = count_checks("full")
     est = BongRegressor(**REPRESENTATIVE[0], **COMMON).fit(X_FIT, Y_REG)
     est.partial_fit(X_MORE, Y_MORE_REG)
     est.partial_fit(np.tile(X_MORE, (70, 1)), np.tile(Y_MORE_REG, 70))
-    jax.clear_caches()  # and none compiled here outlives the patch
     assert est.n_observations_ == N + N + 70 * N and est.n_skipped_ == 0
     assert (len(calls), host) == (3, [])
 
 
-def test_dlr_variances_are_checked_once_per_call(monkeypatch):
+def test_dlr_variances_are_checked_once_per_call(count_checks):
     """Υ + W Wᵀ is positive definite by construction, but its marginal variances can
     cancel; they are checked once per call (O(P R²)), not per step, inside the call's
     own stream program (``end_check``: one dispatch per call), never on the host."""
-    calls, host = [], []
-    dlr = E.FAMILIES["dlr"]
-
-    def end_check(state):
-        jax.debug.callback(lambda: calls.append(1))  # runs each time the program checks
-        return dlr.end_check(state)
-
-    counting = dlr._replace(
-        end_check=end_check, host_check=lambda st: host.append(1) or variances_positive(st)
-    )
-    monkeypatch.setitem(E.FAMILIES, "dlr", counting)
-    jax.clear_caches()  # programs compiled earlier in this process hold the real check
+    calls, host = count_checks("dlr")
     est = BongRegressor(**REPRESENTATIVE[4], **COMMON).fit(X_FIT, Y_REG)
     est.partial_fit(X_MORE, Y_MORE_REG)
-    jax.clear_caches()  # and none compiled here outlives the patch
     assert (len(calls), host) == (2, [])
 
 
