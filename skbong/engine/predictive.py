@@ -14,7 +14,6 @@ Class probabilities are averaged over samples in log space (log-sum-exp), never
 the logits.
 """
 
-
 import jax
 import jax.numpy as jnp
 

@@ -10,7 +10,6 @@ Each step also reports the prequential (predict-then-update) plugin log-likeliho
 of its rows under the belief before the update, and the plugin outputs f(x, μ).
 """
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -306,7 +305,7 @@ def stream(
     # chunk call passes the same argument types and hits the same cached program.
     on_host = all(isinstance(a, np.ndarray) for a in jax.tree_util.tree_leaves(state))
     parts, start, sound = [], 0, True
-    program = run_bank if bank else run_stream_checked if checked else run_stream
+    run = run_bank if bank else run_stream_checked if checked else run_stream
     for length in chunk_plan(n_steps):
         pad = buffer_size(length) - length  # zero-weight steps the program does not run
         chunk = [
@@ -316,7 +315,7 @@ def stream(
             for a in (xs, ys, ws)
         ]
         final = (start + length == n_steps,) if checked else ()
-        state, log_lik, f, ok, *flag = program(
+        state, log_lik, f, ok, *flag = run(
             config, state, mean0, hyper, *chunk, step0 + start, key, length, *final
         )
         if on_host:
