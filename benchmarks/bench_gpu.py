@@ -15,6 +15,10 @@ configuration of a process that imports skbong). In each:
 * **P = 1e6** (``bench_scaling.py``'s one-hidden-layer regression MLP): warm µs per step of
   the compiled stream, min of repeats, for dlr-10 and diag, and dlr-10 at P = 1e5.
 
+``--precisions`` are values of ``JAX_DEFAULT_MATMUL_PRECISION``; ``default`` leaves it
+unset, which since :func:`skbong.engine.program` means full float32 products in
+skbong's programs (before it: XLA's default, TensorFloat-32 on the H200).
+
 Usage: ``python benchmarks/bench_gpu.py [--data-dir DIR] [--platforms cuda,cpu]
 [--precisions default,highest] [--profile FILE] [--trace DIR] [--out FILE]``. Without a GPU it measures the CPU alone.
 """
@@ -101,21 +105,11 @@ def _trace(name, run):
 def _trace_dlr(p, steps=16):
     """Trace ``steps`` one-row steps of bench_scaling's dlr-10 stream at P ≈ ``p``."""
     import jax
-    import jax.numpy as jnp
-    from bench_scaling import model_for
+    from bench_scaling import stream_args
 
     from skbong import engine as E
 
-    spec, _ = model_for("dlr", p)
-    mlp = E.MLP(**spec)
-    cfg = E.Config(mlp, "gaussian", "dlr", 10, "bong", "lin_hess", 1, 1)
-    rng = np.random.default_rng(0)
-    xs = (rng.normal(size=(steps, 1, mlp.n_features)) / 10).astype(np.float32)
-    ys = rng.normal(size=(steps, 1, 1)).astype(np.float32)
-    hyper = E.Hyper(*(jnp.asarray(v, jnp.float32) for v in (0.1, 1.0, 0.1, 1.0, 0.0)))
-    mean0, state = E.prior(cfg, 0, hyper.prior_var, np.dtype(np.float32))
-    args = (cfg, state, mean0, hyper, xs, ys, np.ones((steps, 1), np.float32), 0,
-            jax.random.PRNGKey(0))
+    args, _ = stream_args("dlr", p, steps)
     jax.block_until_ready(E.run_stream(*args))
     _trace(f"dlr_{int(p)}", lambda: E.run_stream(*args))
 

@@ -57,14 +57,14 @@ def model_for(family, p):
             D * width + width + width + 1)
 
 
-def point(family, p, steps, repeats):
-    """Measure one (family, P) point in this process; returns a dict."""
+def stream_args(family, p, steps):
+    """The arguments of ``E.run_stream`` for ``steps`` one-row steps of the MLP with about
+    ``p`` parameters (:func:`model_for`) from its prior, float32; and P."""
     import jax
     import jax.numpy as jnp
 
     from skbong import engine as E
 
-    kib0 = _status_kib("VmRSS")
     spec, n_params = model_for(family, p)
     mlp = E.MLP(**spec)
     cfg = E.Config(mlp, "gaussian", family, 10, "bong", "lin_hess", 1, 1)
@@ -76,10 +76,19 @@ def point(family, p, steps, repeats):
     hyper = E.Hyper(*(jnp.asarray(v, jnp.float32) for v in (0.1, 1.0, 0.1, 1.0, 0.0)))
     mean0, state = E.prior(cfg, 0, hyper.prior_var, np.dtype(np.float32))
     state = jax.block_until_ready(state)
-    state_bytes = sum(a.nbytes for a in jax.tree_util.tree_leaves(state))
+    return (cfg, state, mean0, hyper, xs, ys, ws, 0, jax.random.PRNGKey(0)), n_params
+
+
+def point(family, p, steps, repeats):
+    """Measure one (family, P) point in this process; returns a dict."""
+    import jax
+
+    from skbong import engine as E
+
+    kib0 = _status_kib("VmRSS")
+    args, n_params = stream_args(family, p, steps)
+    state_bytes = sum(a.nbytes for a in jax.tree_util.tree_leaves(args[1]))
     kib_state = _status_kib("VmRSS")
-    key = jax.random.PRNGKey(0)
-    args = (cfg, state, mean0, hyper, xs, ys, ws, 0, key)
     t0 = time.perf_counter()
     out = jax.block_until_ready(E.run_stream(*args))
     first = time.perf_counter() - t0
