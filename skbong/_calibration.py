@@ -153,14 +153,44 @@ def loo_pit(y, weights, locs, scales, noise_var, dofs, w):
     return np.einsum("k,knc->nc", np.asarray(weights, np.float64), u)
 
 
+WINDOW_BLOCKS = 32
+"""Blocks a calibration window holds at most: :func:`window_add` then joins them."""
+
+
 def window_add(window, X, Y, w, size):
-    """The last ``size`` learned rows after a call's rows ``X``, ``Y``, ``w`` (copies,
-    never views of the caller's arrays); ``window`` is ``(X, Y, w)`` or ``None``."""
-    new = (X[-size:], Y[-size:], w[-size:])
+    """The window of learned rows after a call's rows ``X``, ``Y``, ``w``; the last
+    ``size`` of them are the ones kept (:func:`kept_rows`).
+
+    A window is ``None`` or a tuple of row blocks ``(X, Y, w)``, oldest first. A call adds
+    one block, a copy of its last ``size`` rows (never a view of the caller's arrays).
+    The blocks are joined, and cut to their last ``size`` rows, when there are
+    :data:`WINDOW_BLOCKS` of them or when the new block is not small (``size /
+    WINDOW_BLOCKS`` rows or more), so a window holds at most about ``2 size`` rows and a
+    one-row call costs O(1) amortised, not a copy of the whole window. No block is
+    written after it is made: a window shared with a copy of the estimator (or the
+    backup that a failed call restores) never changes under it.
+    """
+    block = tuple(np.array(a[-size:]) for a in (X, Y, w))
+    if not len(block[2]):
+        return window
+    blocks = _blocks(window) + (block,)
+    if len(blocks) < WINDOW_BLOCKS and len(block[2]) * WINDOW_BLOCKS < size:
+        return blocks
+    return (tuple(np.array(a) for a in kept_rows(blocks, size)),)
+
+
+def kept_rows(window, size):
+    """The last ``size`` rows ``(X, Y, w)`` of a window of :func:`window_add`, oldest first."""
+    blocks = _blocks(window)
+    rows = blocks[0] if len(blocks) == 1 else tuple(np.concatenate(a) for a in zip(*blocks))
+    return tuple(a[-size:] for a in rows)
+
+
+def _blocks(window):
     if window is None:
-        return tuple(np.array(a) for a in new)
-    start = max(len(window[2]) + len(new[2]) - size, 0)  # of the old rows, those to keep
-    return tuple(np.concatenate([old[start:], a]) for old, a in zip(window, new))
+        return ()
+    # one (X, Y, w): a window pickled before it had blocks
+    return (window,) if isinstance(window[0], np.ndarray) else window
 
 
 def mixture_pit(pits, log_evidence_before):
@@ -185,4 +215,5 @@ __all__ = [
     "pit",
     "step_dof",
     "window_add",
+    "kept_rows",
 ]

@@ -31,7 +31,7 @@ import jax
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from . import engine
+from . import _calibration, engine
 from ._guard import _check_not_forked
 from ._merge_checks import _check_together, check_mergeable, check_online
 from ._merge_math import ALGEBRAS, Prior, merge_evidence, merge_gaussians, merge_noise
@@ -168,7 +168,8 @@ def merge_fitted(estimators, compare_model=True):
     out._loo_cache = None
     rows = first._window_rows(config.model)
     if windows and rows:  # the kept rows of every shard, the last shard's last, as many as one keeps
-        out._window = tuple(np.array(np.concatenate(parts)[-rows:]) for parts in zip(*windows))
+        kept = (_calibration.kept_rows(w, rows) for w in windows)
+        out._window = (tuple(np.array(np.concatenate(a)[-rows:]) for a in zip(*kept)),)
     out._publish(config)
     return out
 

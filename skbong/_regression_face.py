@@ -273,7 +273,7 @@ class RegressorFace:
         cached = getattr(self, "_loo_cache", None)
         if cached is not None and cached[0] == kind:
             return cached[1]
-        X, Y, w = window
+        X, Y, w = _calibration.kept_rows(window, int(self.calibration_rows))
         weights, locs, scales, dofs = self._mixture(X, kind, validated=True, static_only=static_only)
         noise_var = [self._noise_variance(noise) for _, _, noise in self._components(static_only)]
         pit = _calibration.loo_pit(Y, weights, locs, scales, np.array(noise_var), dofs, w)

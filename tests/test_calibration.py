@@ -217,7 +217,7 @@ def test_auto_calibrates_the_linear_model_only():
     X, y = _data(n=20)
     static = BongRegressor(random_state=0).fit(X, y)  # leave-one-out on the kept rows
     assert static._pit_counts is None and static._config().pit is None
-    assert len(static._window[0]) == 20
+    assert len(cal.kept_rows(static._window, static.calibration_rows)[0]) == 20
     drifting = BongRegressor(drift=0.99, random_state=0).fit(X, y)  # one step ahead
     assert drifting._pit_counts is not None and drifting._window is None
     net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
@@ -284,14 +284,42 @@ def test_loo_keeps_the_last_rows_it_learned():
     for t in range(7, 50, 9):
         est.partial_fit(X[t : t + 9], y[t : t + 9], sample_weight=w[t : t + 9])
     learned = np.flatnonzero(w > 0)[-30:]
-    np.testing.assert_array_equal(est._window[0], X[learned])
-    np.testing.assert_array_equal(est._window[1][:, 0], y[learned])
+    kept_x, kept_y, _ = cal.kept_rows(est._window, 30)
+    np.testing.assert_array_equal(kept_x, X[learned])
+    np.testing.assert_array_equal(kept_y[:, 0], y[learned])
     # the histogram follows the belief: after another update it is recomputed
     before = est._calibration_counts().copy()
     est.partial_fit(X[:5], y[:5] + 3.0)
     assert not np.array_equal(est._calibration_counts(), before)
     fresh = _reg(calibration="loo", calibration_rows=30).fit(X[learned[-25:]], y[learned[-25:]])
     assert fresh._calibration_counts().sum() == 25
+
+
+def test_window_keeps_the_last_rows_and_never_changes_a_shared_one():
+    """The window of kept rows against a plain list of every row added: after calls of
+    0 to 101 rows (into a window of 100) it keeps exactly the last 100, in order, in at
+    most WINDOW_BLOCKS blocks of fewer than 200 rows in all; a window held elsewhere (a
+    copy of the estimator, the rollback of a failed call) is never changed by later
+    additions; and its blocks are copies, not views of the caller's rows."""
+    rng = np.random.default_rng(0)
+    size, added, window, held = 100, [], None, []
+    for n in [1] * 70 + [3, 40, 0, 7, 1, 100, 101, 2]:
+        X, Y, w = rng.normal(size=(n, 2)), rng.normal(size=(n, 1)), rng.random(n)
+        added.extend(zip(X.copy(), Y.copy(), w.copy()))
+        window = cal.window_add(window, X, Y, w, size)
+        X[:], Y[:], w[:] = np.nan, np.nan, np.nan  # the caller reuses its buffers
+        expected = [np.array(a) for a in zip(*added[-size:])]
+        for got, want in zip(cal.kept_rows(window, size), expected):
+            np.testing.assert_array_equal(got, want)
+        assert 1 <= len(window) <= cal.WINDOW_BLOCKS
+        assert sum(len(block[2]) for block in window) < 2 * size
+        held.append((window, expected))
+    for kept, expected in held:  # every window ever returned is as it was
+        for got, want in zip(cal.kept_rows(kept, size), expected):
+            np.testing.assert_array_equal(got, want)
+    assert cal.window_add(None, X[:0], Y[:0], w[:0], size) is None
+    legacy = tuple(np.ones((3,) + s) for s in ((2,), (1,), ()))  # a window pickled before blocks
+    assert len(cal.kept_rows(cal.window_add(legacy, X[:1], Y[:1], w[:1], size), size)[0]) == 4
 
 
 def test_loo_leaves_refused_rows_out():
@@ -301,7 +329,8 @@ def test_loo_leaves_refused_rows_out():
     with pytest.warns(SkippedRowsWarning):
         est.fit(X, y)
     assert est.n_skipped_ == 1
-    np.testing.assert_array_equal(est._window[0], X[np.arange(12) != 5].astype(np.float32))
+    kept = cal.kept_rows(est._window, 30)[0]
+    np.testing.assert_array_equal(kept, X[np.arange(12) != 5].astype(np.float32))
 
 
 def test_loo_merges_the_shards_rows_and_refuses_networks():
@@ -312,7 +341,8 @@ def test_loo_merges_the_shards_rows_and_refuses_networks():
     X, y = _data(n=60)
     shards = [clone(_reg(calibration="loo")).fit(X[i::3], y[i::3]) for i in range(3)]
     merged = merge_posteriors(shards)
-    np.testing.assert_array_equal(merged._window[0], np.concatenate([X[i::3] for i in range(3)]))
+    kept = cal.kept_rows(merged._window, merged.calibration_rows)[0]
+    np.testing.assert_array_equal(kept, np.concatenate([X[i::3] for i in range(3)]))
     assert merged._calibration_counts().sum() == 60
     net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="calibration='prequential'"):

@@ -311,6 +311,7 @@ def _walk(obj, path, seen):
 def test_no_jax_objects_on_estimators(conj_reg, multi_clf):
     mlp = _reg(hidden_layer_sizes=(3,), activation="tanh", family="dlr", rank=2).fit(X, Y)
     mc = _reg(**MC_RULE, predictive="mc", predictive_samples=20, random_state=0).fit(X, Y)
+    memos = 0
     for est in (conj_reg, multi_clf, mlp, mc):
         est.predict(X_NEW)
         if hasattr(est, "predict_proba"):
@@ -318,7 +319,36 @@ def test_no_jax_objects_on_estimators(conj_reg, multi_clf):
         else:
             est.predict(X_NEW, return_std=True)
             est.sample_y(X_NEW, 4000, random_state=0)
+        # what pickles, and so what joblib workers, dask and deep copies receive
+        _walk(est.__getstate__(), type(est).__name__, set())
+        _walk(copy.deepcopy(est), type(est).__name__, set())
+        # the one JAX object kept: the arrays the belief was read from, fed back to the
+        # next call's program (``_belief_memo``); paired with that very belief, equal to it
+        memo = vars(est).pop("_belief_memo", None)  # (a bank of filters keeps none)
+        memos += memo is not None
+        if memo is not None:
+            assert memo[0] is est._state and memo[1] is est._noise
+            leaves = jax.tree_util.tree_leaves(memo[2])
+            for a, b in zip(leaves, (*est._state, *(est._noise or ())), strict=True):
+                assert isinstance(a, jax.Array) and np.array_equal(np.asarray(a), b)
         _walk(est, type(est).__name__, set())
+    assert memos >= 2
+
+
+def test_the_next_call_gets_the_belief_it_was_read_from_and_never_a_stale_one():
+    """Each call's program is fed the JAX arrays that the belief was read from when the
+    belief is that very one (no conversion; identity, not equality, decides), and numpy
+    arrays otherwise; so a refit after a stream starts from its own prior: bitwise the
+    fit of a fresh estimator."""
+    est = _reg(random_state=0).fit(X[:10], Y[:10]).partial_fit(X[10:12], Y[10:12])
+    leaves = jax.tree_util.tree_leaves
+    assert all(isinstance(a, jax.Array) for a in leaves(est._engine_belief((est._state, est._noise))))
+    copied = (tuple(a.copy() for a in est._state), est._noise)
+    assert all(isinstance(a, np.ndarray) for a in leaves(est._engine_belief(copied)))
+    est.fit(X[12:], Y[12:])
+    fresh = _reg(random_state=0).fit(X[12:], Y[12:])
+    for a, b in zip(est._state, fresh._state, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 # --------------------------------------------------------- exact reproducibility

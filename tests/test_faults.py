@@ -93,6 +93,7 @@ Run ``python tests/test_faults.py`` to print the engine fault matrix.
 """
 
 import copy
+import importlib
 from functools import partial
 
 import jax
@@ -105,6 +106,8 @@ from skbong import BongClassifier, BongRegressor, NonFiniteUpdateError
 from skbong import engine as E
 from skbong.engine.families.dlr import variances_positive
 from skbong.engine.families.full import is_spd
+
+STREAM = importlib.import_module("skbong.engine.stream")  # ``E.stream`` is the function
 
 PINNED_BACKEND = jax.default_backend() == "cpu"
 """Whether the measured edge outcomes (:data:`PINNED`, :data:`REFUSED`) are compared: on
@@ -341,12 +344,12 @@ def _snapshot(est, X):
 
 
 def _equal(a, b):
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+    arrays = (np.ndarray, jax.Array)  # the estimators memo their belief's JAX arrays
+    if isinstance(a, arrays) or isinstance(b, arrays):
         return (
-            isinstance(a, np.ndarray)
-            and isinstance(b, np.ndarray)
+            type(a) is type(b)
             and a.dtype == b.dtype
-            and np.array_equal(a, b)
+            and np.array_equal(np.asarray(a), np.asarray(b))
         )
     if isinstance(a, tuple | list) and isinstance(b, tuple | list):
         return type(a) is type(b) and len(a) == len(b) and all(map(_equal, a, b))
@@ -631,16 +634,46 @@ def count_checks(monkeypatch):
     jax.clear_caches()
 
 
-def test_positive_definiteness_is_checked_once_per_call(count_checks):
-    """Σ positive definite is checked once per call (one P × P Cholesky), inside the
-    call's own stream program (``end_check``: one dispatch per call) and for its last
-    chunk only, never on the host. A call of 560 rows runs two chunks (512 + 48 steps)."""
+def test_positive_definiteness_is_checked_once_per_call(count_checks, monkeypatch):
+    """Σ positive definite is checked inside each call's own stream program
+    (``end_check``: one dispatch per call), never on the host. For a belief from
+    ``BRANCH_FROM`` elements on, only the call's last chunk runs it (one P × P Cholesky per
+    call); below, every chunk runs it and a non-final chunk's result is discarded. A call
+    of 560 rows runs two chunks (512 + 48 steps)."""
+
+    def fit_in_three_calls():
+        est = BongRegressor(**REPRESENTATIVE[0], **COMMON).fit(X_FIT, Y_REG)
+        est.partial_fit(X_MORE, Y_MORE_REG)
+        est.partial_fit(np.tile(X_MORE, (70, 1)), np.tile(Y_MORE_REG, 70))
+        assert est.n_observations_ == N + N + 70 * N and est.n_skipped_ == 0
+
     calls, host = count_checks("full")
-    est = BongRegressor(**REPRESENTATIVE[0], **COMMON).fit(X_FIT, Y_REG)
-    est.partial_fit(X_MORE, Y_MORE_REG)
-    est.partial_fit(np.tile(X_MORE, (70, 1)), np.tile(Y_MORE_REG, 70))
-    assert est.n_observations_ == N + N + 70 * N and est.n_skipped_ == 0
+    fit_in_three_calls()  # a small belief (P = 5): no branch, a check per chunk
+    assert (len(calls), host) == (4, [])
+    monkeypatch.setattr(STREAM, "BRANCH_FROM", 0)
+    jax.clear_caches()  # the threshold is read when the program is traced
+    calls.clear()
+    fit_in_three_calls()
     assert (len(calls), host) == (3, [])
+
+
+def test_end_check_branches_only_for_large_beliefs():
+    """The stream program branches on ``final`` (a conditional, about 20 µs per call on
+    XLA:CPU) only where the check costs more than that: for a belief of ``BRANCH_FROM``
+    elements or more; a smaller one runs the check unconditionally."""
+    hyper = E.Hyper(*(np.float32(v) for v in (1.0, 1.0, 0.1, 1.0, 0.0)))
+
+    def lowered(p):
+        model = E.MLP(p - 1, 1, (), "relu", True)
+        config = E.Config(model=model, likelihood="gaussian", family="full")
+        state = E.MeanCov(np.zeros(p, np.float32), np.eye(p, dtype=np.float32))
+        steps = [np.zeros((8, 1) + s, np.float32) for s in ((p - 1,), (1,), ())]
+        args = (state, state.mean, hyper, *steps, 0, np.zeros(2, np.uint32), 1, True)
+        return E.run_stream_checked.lower(config, *args).as_text()
+
+    side = int(np.sqrt(STREAM.BRANCH_FROM))
+    assert "stablehlo.case" not in lowered(side - 1)
+    assert "stablehlo.case" in lowered(side)
 
 
 def test_dlr_variances_are_checked_once_per_call(count_checks):
