@@ -11,7 +11,9 @@
   (:func:`skbong.enable_compilation_cache`), in the process that fills it and in the next.
   Fresh processes are needed because JAX caches compiled programs.
 
-Usage: ``python benchmarks/bench_latency.py [--quick] [--out FILE]``
+Usage: ``python benchmarks/bench_latency.py [--quick] [--calls N] [--latency-only] [--out FILE]``;
+``SKBONG_SRC=DIR`` times the skbong checkout in DIR instead (an A/B of two revisions:
+alternate the two in fresh processes, ideally pinned to one core with ``taskset -c 1``).
 """
 
 import json
@@ -191,8 +193,12 @@ def latency_breakdown(n_calls):
 
 def main():
     p = parser(__doc__.splitlines()[0])
+    p.add_argument("--calls", type=int, default=None, help="single-row calls per case")
+    p.add_argument("--latency-only", action="store_true",
+                   help="the single-row calls only (no profile, no cold fits): for A/B runs "
+                        "against another checkout with SKBONG_SRC")
     args = p.parse_args()
-    n_calls = 300 if args.quick else 2000
+    n_calls = args.calls or (300 if args.quick else 2000)
     print(f"bench_latency: {load_note()}")
     out = {"load_before": load_note()}
     print("\n== single-row partial_fit (warm) ==")
@@ -201,6 +207,10 @@ def main():
                            "sgd_median_us", "ratio", "met"],
           {c: "{:.1f}" for c in ("skbong_median_us", "skbong_p10_us", "sgd_median_us")}
           | {"ratio": "{:.2f}"})
+    if args.latency_only:
+        if args.out is not None:
+            write_json(out, "latency_only.json", args.out)
+        return
     profile = latency_breakdown(200 if args.quick else 1000)
     out["latency_profile"] = profile
     print("\n== cProfile of BongRegressor.partial_fit (one row) ==")

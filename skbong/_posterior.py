@@ -302,6 +302,16 @@ class PosteriorMixin:
         return self._posterior_var
 
     # ------------------------------------------------------------ predicting
+    def _program_state(self, parts, dt):
+        """The belief ``parts`` (a tuple of numpy arrays) as a program argument in dtype
+        ``dt``: the JAX arrays it was read from where the stream's memo holds them
+        (:meth:`~skbong._stream.StreamingMixin._engine_belief`; no conversion), else
+        numpy arrays."""
+        memo = getattr(self, "_belief_memo", None)
+        if memo is not None and memo[0] is parts and parts[0].dtype == dt:
+            return memo[2] if memo[1] is None else memo[2][0]
+        return self._state_class()(*(np.asarray(a, dt) for a in parts))
+
     def _predict_rows(self, X, fn, state=None, sampled=False, validated=False, **kw):
         """Apply a jitted engine predictive to X in fixed-size row blocks (to the belief
         ``state``, a tuple of numpy arrays, default the fitted one).
@@ -323,9 +333,8 @@ class PosteriorMixin:
         config = self._config()
         outs = []
         with jax.enable_x64(dt is np.float64):
-            cls = self._state_class()
             parts = self._state if state is None else state
-            state = cls(*(np.asarray(a, dt) for a in parts))
+            state = self._program_state(parts, dt)
             key = self._key(2)
             if sampled:
                 kw["thetas"] = self._draws(config, parts, state, int(self.predictive_samples))

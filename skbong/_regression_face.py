@@ -114,7 +114,7 @@ class RegressorFace:
             outs.append(out)
             dofs.append(np.inf if noise is None else 2.0 * noise[0])
         locs, scales, *grads = (np.array(a, np.float64) for a in zip(*outs))
-        dofs = np.broadcast_to(np.array(dofs, np.float64).reshape(len(dofs), -1), (len(dofs), self._n_out))
+        dofs = np.array(dofs, np.float64).reshape(len(dofs), -1) * np.ones(self._n_out)  # (K, C)
         return (np.array(weights), locs, scales, dofs, *grads)
 
     def predict(self, X, return_std=False, return_mean_grad=False, return_std_grad=False):
@@ -167,11 +167,10 @@ class RegressorFace:
         mean = locs[0] if one else np.einsum("k,knc->nc", weights, locs)
         out = [self._shape_output(mean)]
         if return_std:
-            # Var of a Student-t of ν degrees of freedom: its scale² × ν / (ν − 2)
-            # (1 for ν = ∞, a fixed noise; ∞ for ν ≤ 2)
-            inflate = np.where(np.isinf(dofs), 1.0, np.inf)
-            np.divide(dofs, dofs - 2, out=inflate, where=(dofs > 2) & np.isfinite(dofs))
-            inflate = inflate[:, None, :]
+            # Var of a Student-t of ν degrees of freedom: its scale² × ν / (ν − 2), written
+            # 1 / (1 − 2/ν) so that ν = ∞ (a fixed noise) gives 1; ∞ for ν ≤ 2
+            with np.errstate(divide="ignore"):
+                inflate = np.where(dofs > 2, 1.0 / (1.0 - 2.0 / dofs), np.inf)[:, None, :]
             if one:  # no cancellation for one component
                 std = np.sqrt(scales[0] * inflate[0])
             else:

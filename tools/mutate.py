@@ -803,6 +803,14 @@ MUTANTS = [
         ("tests/test_calibration.py",),
         "the calibration keeps the oldest rows of its window, not the last ones",
     ),
+    Mutant(
+        "predictive-memo-ignores-dtype",
+        "skbong/_posterior.py",
+        "        if memo is not None and memo[0] is parts and parts[0].dtype == dt:",
+        "        if memo is not None and memo[0] is parts:",
+        ("tests/test_predictive.py",),
+        "a float32 belief's memo feeds a sampled predictive, which must compute in float64",
+    ),
 ]
 
 
