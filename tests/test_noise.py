@@ -111,6 +111,25 @@ def test_predictive_is_student_t():
     np.testing.assert_allclose(hi, ref.ppf(0.9), rtol=1e-9)
 
 
+@pytest.mark.parametrize("weight, discount", [(0.1, 1.0), (0.5, 1.0), (0.1, 0.8)])
+def test_student_t_std_at_few_degrees_of_freedom(weight, discount):
+    """The standard deviation of a Student-t is its scale × √(ν / (ν − 2)), and infinite
+    for 1 < ν ≤ 2: against scipy, at ν = 2 + 2w after two rows of weight w (a = 1 + w),
+    and at 1 < ν < 2 where a discount of 0.8 forgets the prior's a = 1 faster than rows of
+    weight 0.1 add to it."""
+    X, y = _data(n=2, seed=6)
+    Xt, _ = _data(n=3, seed=7)
+    est = _reg(calibration=None, noise_discount=discount)
+    est.fit(X, y, sample_weight=np.full(2, weight))
+    dof = est.noise_dof_[0]
+    if discount == 1.0:
+        assert dof == pytest.approx(2.0 + 2.0 * weight, rel=1e-12)
+    else:
+        assert 1.0 < dof < 2.0
+    ref = scipy.stats.t(dof, *_loc_scale(est, Xt))
+    np.testing.assert_allclose(est.predict(Xt, return_std=True)[1], ref.std(), rtol=1e-12)
+
+
 def test_learns_the_noise_scale_of_raw_targets():
     # y on any scale: the noise estimate follows it (NIG is scale-equivariant but for the
     # IG(1, 1) prior, worth two rows). A broad relative prior keeps the weights' prior

@@ -811,6 +811,22 @@ MUTANTS = [
         ("tests/test_predictive.py",),
         "a float32 belief's memo feeds a sampled predictive, which must compute in float64",
     ),
+    Mutant(
+        "student-t-inflation-nan-for-fixed-noise",
+        "skbong/_regression_face.py",
+        "np.where(dofs > 2, 1.0 / (1.0 - 2.0 / dofs), np.inf)",
+        "np.where(dofs > 2, dofs / (dofs - 2.0), np.inf)",
+        ("tests/test_estimators.py", "-k", "std"),
+        "return_std with a fixed noise (ν = ∞) is NaN: ∞ / ∞",
+    ),
+    Mutant(
+        "student-t-inflation-finite-at-low-dof",
+        "skbong/_regression_face.py",
+        "np.where(dofs > 2, 1.0 / (1.0 - 2.0 / dofs), np.inf)",
+        "np.abs(1.0 / (1.0 - 2.0 / dofs))",
+        ("tests/test_noise.py",),
+        "a Student-t of ν ≤ 2 degrees of freedom gets a finite standard deviation",
+    ),
 ]
 
 
