@@ -171,20 +171,22 @@ def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None
     """
     n_steps = xs.shape[0]
     dtype = jax.tree_util.tree_leaves(state)[0].dtype
-    outputs = (jnp.zeros(ws.shape, dtype), jnp.zeros(ys.shape, dtype), jnp.ones(n_steps, bool))
+    # each row's log-likelihood and outputs in one buffer (T, b, 1 + C): one write per step
+    outputs = (jnp.zeros(ys.shape[:2] + (1 + ys.shape[2],), dtype), jnp.ones(n_steps, bool))
 
     def body(t, carry):
-        belief, bound, (log_lik, f, ok) = carry
+        belief, bound, (out, ok) = carry
         step_key = jax.random.fold_in(key, step0 + t)
         belief, (ll, ft, okt), bound = _checked_step(
             config, belief, mean0, hyper, xs[t], ys[t], ws[t], step_key, bound
         )
-        return belief, bound, (log_lik.at[t].set(ll), f.at[t].set(ft), ok.at[t].set(okt))
+        row = jnp.concatenate([ll[:, None].astype(dtype), ft.astype(dtype)], axis=1)
+        return belief, bound, (out.at[t].set(row), ok.at[t].set(okt))
 
     stop = n_steps if length is None else jnp.minimum(length, n_steps)
     carry = (state, _entry_bound(config, state), outputs)
-    state, _, (log_lik, f, ok) = jax.lax.fori_loop(0, stop, body, carry)
-    return state, log_lik, f, ok
+    state, _, (out, ok) = jax.lax.fori_loop(0, stop, body, carry)
+    return state, out[..., 0], out[..., 1:], ok
 
 
 run_stream = program(_run_stream, static_argnames=("config",))
