@@ -54,6 +54,20 @@ def test_checked_step_is_the_natural_step(p):
         assert float(new_bound) >= float(jnp.max(jnp.abs(new.cov)))
 
 
+@pytest.mark.parametrize("p", [full.ROWS_FROM - 1, full.ROWS_FROM])
+def test_checked_step_takes_the_faster_product_form(p):
+    """Σ b and Σ r are two matrix-vector products below ``ROWS_FROM`` and one product of
+    the rows [b, r]ᵀ with Σ from it on (XLA:CPU's faster form at each size)."""
+    state, g, curv = _problem(p, jnp.float32)
+
+    def step(state):
+        return full.checked_ngd(state, g, curv, jnp.asarray(True), full.entry_bound(state))
+
+    lines = jax.jit(step).lower(state).as_text().splitlines()
+    rows = [line for line in lines if "dot_general" in line and f"tensor<2x{p}xf32>" in line]
+    assert bool(rows) == (p >= full.ROWS_FROM)
+
+
 def test_padding_keeps_the_belief_and_reports_ok():
     state, g, curv = _problem(10, jnp.float32)
     bound = full.entry_bound(state)

@@ -827,6 +827,30 @@ MUTANTS = [
         ("tests/test_noise.py",),
         "a Student-t of ν ≤ 2 degrees of freedom gets a finite standard deviation",
     ),
+    Mutant(
+        "sigma-rows-swapped",
+        "skbong/engine/families/full.py",
+        "    return rows[0], rows[1]",
+        "    return rows[1], rows[0]",
+        ("tests/test_checked_step.py", "-k", "natural_step"),
+        "the full step's rows product returns Σ r for Σ b and back (P ≥ ROWS_FROM)",
+    ),
+    Mutant(
+        "sigma-rows-never",
+        "skbong/engine/families/full.py",
+        "    if b.shape[0] < ROWS_FROM:",
+        "    if True:",
+        ("tests/test_checked_step.py", "-k", "product_form"),
+        "the full step keeps two matrix-vector products at P ≥ 80, 20-30 % slower there",
+    ),
+    Mutant(
+        "stream-outputs-shifted",
+        "skbong/engine/stream.py",
+        "    return state, out[..., 0], out[..., 1:], ok",
+        "    return state, out[..., 1], out[..., 1:], ok",
+        ("tests/test_noise.py", "-k", "evidence"),
+        "the stream reports an output as the row's log-likelihood",
+    ),
 ]
 
 
