@@ -68,6 +68,39 @@ def test_checked_step_takes_the_faster_product_form(p):
     assert bool(rows) == (p >= full.ROWS_FROM)
 
 
+@pytest.mark.parametrize("p", [3, 10, 100])
+def test_checked_step_without_rest_is_the_step_with_r_zero(p):
+    """``rest=None`` (r = 0 exactly: the Gaussian LIN-HESS, LIN-EF, MC-EF) takes Σ b only
+    and gives the step of an explicit r = 0 (float64, to rounding: 50 P ε), which is the
+    generic Woodbury step; its lowered program has one product with Σ, of the vector b
+    (a dropped coefficient u or a kept Σ r would fail one or the other)."""
+    with jax.enable_x64(True):
+        state, _, curv = _problem(p, jnp.float64)
+        none = curv._replace(rest=None)
+        zero = curv._replace(rest=jnp.zeros_like(curv.rest))
+        g = curv.factor @ curv.coef
+        bound = full.entry_bound(state)
+        keep = jnp.asarray(True)
+        new, ok, new_bound = full.checked_ngd(state, g, none, keep, bound)
+        ref, ref_ok, ref_bound = full.checked_ngd(state, g, zero, keep, bound)
+        generic = gaussian.natural_ngd(full.ALGEBRA, state, None, g, none, 1.0)
+        assert bool(ok) and bool(ref_ok)
+        eps = np.finfo(np.float64).eps
+        for other in (ref, generic):
+            np.testing.assert_allclose(new.cov, other.cov, rtol=0, atol=50 * p * eps)
+            np.testing.assert_allclose(new.mean, other.mean, rtol=0, atol=50 * p * eps)
+        np.testing.assert_allclose(float(new_bound), float(ref_bound), rtol=50 * p * eps)
+        assert not np.allclose(new.mean, state.mean)  # the step moved the mean
+
+        def step(state):
+            return full.checked_ngd(state, g, none, keep, full.entry_bound(state))
+
+        text = jax.jit(step).lower(state).as_text()
+    products = [line for line in text.splitlines() if "dot_general" in line
+                and f"tensor<{p}x{p}xf64>" in line]
+    assert len(products) == 1 and f"tensor<{p}xf64>" in products[0], products
+
+
 def test_padding_keeps_the_belief_and_reports_ok():
     state, g, curv = _problem(10, jnp.float32)
     bound = full.entry_bound(state)

@@ -69,6 +69,24 @@ def _woodbury_case(scale):
     return cov, factor, coef, vec, exact_cov
 
 
+def test_woodbury_and_dlr_solve_without_rest_are_the_split_with_r_zero():
+    """``rest=None`` says v = B u exactly (r = 0): the same Σ' v and Woodbury solve as an
+    explicit zero r, against the float64 oracle (a dropped push-through term or a kept
+    refinement residual r − Υ x with r taken as x would fail)."""
+    cov, factor, coef, _, exact_cov = _woodbury_case(1.0)
+    rng = np.random.default_rng(12)
+    prec_diag = rng.uniform(0.5, 2.0, size=P_W)
+    rows = rng.normal(size=(K_W, P_W))
+    with jax.enable_x64(True):
+        new_cov, cov_vec = jax.jit(la.woodbury_lowrank_downdate)(cov, factor, coef, None)
+        _, inner, scaled = la.dlr_grams(prec_diag, rows)
+        x = jax.jit(la.dlr_solve)(prec_diag, rows, scaled, inner, coef, None)
+    np.testing.assert_allclose(new_cov, exact_cov, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(cov_vec, exact_cov @ factor @ coef, rtol=0, atol=1e-12)
+    exact = np.linalg.solve(np.diag(prec_diag) + rows.T @ rows, rows.T @ coef)
+    np.testing.assert_allclose(x, exact, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("hint", ["zero", "exact", "wrong"])
 def test_woodbury_downdate_is_exact_for_any_split(hint):
     """Any split v = B u + r gives Σ' v (float64)."""
@@ -116,6 +134,7 @@ def test_woodbury_step_does_not_cancel_for_a_large_factor():
     _, split = step(c, b, u, np.zeros(P_W, F32))
     _, naive = step(c, b, np.zeros(K_W, F32), b @ u)
     assert _relative_error(split, exact) <= 100 * np.finfo(F32).eps
+    assert _relative_error(step(c, b, u, None)[1], exact) <= 100 * np.finfo(F32).eps
     assert _relative_error(naive, exact) > 1.0
 
 
@@ -131,6 +150,9 @@ def test_dlr_solve_does_not_cancel_for_a_large_factor():
     split = solve(prec_diag, rows, scaled, inner, u, np.zeros(P_W, F32))
     naive = solve(prec_diag, rows, scaled, inner, np.zeros(K_W, F32), rows.T @ u)
     assert _relative_error(split, exact) <= 100 * np.finfo(F32).eps
+    assert _relative_error(solve(prec_diag, rows, scaled, inner, u, None), exact) <= (
+        100 * np.finfo(F32).eps
+    )
     assert _relative_error(naive, exact) > 1.0
 
 

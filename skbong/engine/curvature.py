@@ -59,7 +59,10 @@ def lin_hess(config, family, state, x, y, w, obs_var, key):
     the low-rank family works in (``factor`` is their transpose, free under ``jit``).
     g is assembled as B u + r with uᵢ = √wᵢ Sᵢ⁻¹ ∇_f log p (the likelihood's
     ``grad_coef``), since Jᵢᵀ wᵢ ∇ = (Jᵢᵀ Sᵢ √wᵢ)(√wᵢ Sᵢ⁻¹ ∇); a row whose uᵢ overflows
-    (a vanishing Sᵢ: a saturated classifier) contributes Jᵢᵀ wᵢ ∇ to r instead.
+    (a vanishing Sᵢ: a saturated classifier) contributes Jᵢᵀ wᵢ ∇ to r instead. Where
+    the likelihood's uᵢ overflows only with its ∇ (``split_exact``: the Gaussian), r is
+    left out (``rest=None``, r = 0): such a row's non-finite uᵢ is kept, so the update
+    it would have made non-finite through r is still refused.
     """
     lik = config.impl.likelihood
     f, jac = output_jacobians(config, state.mean, x)  # (b, C), (b, C, P)
@@ -68,6 +71,9 @@ def lin_hess(config, family, state, x, y, w, obs_var, key):
     s = s * root_w[:, None, None]
     rows = jnp.einsum("icp,icd->idp", jac, s).reshape(-1, jac.shape[-1])
     coef = jax.vmap(lik.grad_coef, in_axes=(0, 0, None))(y, f, obs_var) * root_w[:, None]
+    if lik.split_exact:
+        coef = coef.reshape(-1)
+        return coef @ rows, Curv(factor=rows.T, coef=coef)
     split = jnp.all(jnp.isfinite(coef), axis=1, keepdims=True)  # (b, 1)
     coef = jnp.where(split, coef, 0.0).reshape(-1)
     grad_f = jax.vmap(lik.grad, in_axes=(0, 0, None))(y, f, obs_var) * w[:, None]
@@ -94,7 +100,7 @@ def lin_ef(config, family, state, x, y, w, obs_var, key):
     g = B · √w̄; :func:`_weight_scale`)."""
     _, g = _linearised_gradient(config, state.mean, x, y, w, obs_var)
     root = jnp.sqrt(_weight_scale(w))
-    return g, Curv(factor=(g / root)[:, None], coef=root[None], rest=jnp.zeros_like(g))
+    return g, Curv(factor=(g / root)[:, None], coef=root[None])
 
 
 def _sample_grads(config, family, state, x, y, w, obs_var, key):
@@ -115,7 +121,6 @@ def mc_ef(config, family, state, x, y, w, obs_var, key):
     curv = Curv(
         factor=grads.T / (root_m * root_w),
         coef=jnp.full(grads.shape[:1], root_w / root_m),
-        rest=jnp.zeros_like(grads[0]),
     )
     return jnp.mean(grads, axis=0), curv
 

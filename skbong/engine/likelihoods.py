@@ -31,6 +31,14 @@ Bernoulli / categorical gradients are bounded.)
 (:mod:`.noise`), the evidence has the closed linearised form, and the output is on the
 target's own scale (its bias gets the broad prior of :mod:`.models`): the Gaussian.
 
+``split_exact``: whether ``grad_coef`` is finite wherever ``grad`` is, so that LIN-HESS's
+gradient is exactly B u and needs no rest r (:class:`~skbong.engine.types.Curv`; the
+natural steps then skip their products with r): the Gaussian, whose
+u = (y − f) √w / √R and ∇ = (y − f) w / R differ by the factor √(w / R), so that the
+larger of the two is the one that overflows, and its intermediate (y − f) / √R overflows
+only where (y − f) / R does. (A Bernoulli, categorical or Poisson u divides by a
+factor S that vanishes where the output saturates, while ∇ stays finite.)
+
 ``obs_var`` is the Gaussian observation variance (scalar or one per output); the
 other likelihoods ignore it.
 """
@@ -56,6 +64,7 @@ class Likelihood(NamedTuple):
     class_log_prob: Callable | None = None
     guarded: bool = False
     additive_noise: bool = False
+    split_exact: bool = False
 
 
 def _gauss_log_prob(y, f, obs_var):
@@ -171,6 +180,7 @@ LIKELIHOODS = {
         cond_moments=_gauss_cond_moments,
         gauss_moments=_gauss_gauss_moments,
         additive_noise=True,
+        split_exact=True,
     ),
     "bernoulli": Likelihood(
         "bernoulli",

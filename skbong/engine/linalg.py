@@ -94,7 +94,8 @@ def woodbury_lowrank_downdate(cov, factor, coef, rest):
     ``Σ − Hᵀ H`` is exactly symmetric when Σ is: the (i, j) and (j, i) entries of
     ``Hᵀ H`` are the same products summed in the same order. The push-through identity
     ``Σ' B = Σ B (I + Bᵀ Σ B)⁻¹ = Hᵀ L⁻¹`` gives ``Σ' B u`` without cancellation (see
-    :func:`~skbong.engine.types.gradient_split`); ``Σ' r = Σ r − Hᵀ (H r)``.
+    :func:`~skbong.engine.types.gradient_split`); ``Σ' r = Σ r − Hᵀ (H r)``, and
+    ``rest=None`` (r = 0) leaves out Σ r.
 
     Returns
     -------
@@ -104,10 +105,15 @@ def woodbury_lowrank_downdate(cov, factor, coef, rest):
         Σ' (B u + r).
     """
     k = factor.shape[1]
-    both = cov @ jnp.concatenate([factor, rest[:, None]], axis=1)  # [Σ B, Σ r]
-    sb, cov_rest = both[:, :k], both[:, k]
+    if rest is None:
+        sb = cov @ factor
+    else:
+        both = cov @ jnp.concatenate([factor, rest[:, None]], axis=1)  # [Σ B, Σ r]
+        sb, cov_rest = both[:, :k], both[:, k]
     inv_chol = unit_chol_inverse(jnp.eye(k, dtype=cov.dtype) + factor.T @ sb)
     half = inv_chol @ sb.T
+    if rest is None:
+        return cov - half.T @ half, half.T @ (inv_chol @ coef)
     return cov - half.T @ half, cov_rest + half.T @ (inv_chol @ coef - half @ rest)
 
 
@@ -145,16 +151,19 @@ def dlr_solve(prec_diag, rows, scaled, inner, coef, rest):
 
     (Woodbury for r, push-through for ``W̃ u``: no cancellation when a large W̃ makes x
     small). One step of iterative refinement follows, with the residual split the same
-    way: ``W̃ (u − W̃ᵀ x) + (r − Υ x)``.
+    way: ``W̃ (u − W̃ᵀ x) + (r − Υ x)``. ``rest=None`` is r = 0.
     """
     inv = unit_chol_inverse(inner)  # (I + W̃ᵀΥ⁻¹W̃)⁻¹ = L⁻ᵀ L⁻¹
 
     def solve(u, r):
+        if r is None:
+            return scaled.T @ (inv.T @ (inv @ u))
         base = r / prec_diag
         return base + scaled.T @ (inv.T @ (inv @ (u - rows @ base)))
 
     x = solve(coef, rest)
-    return x + solve(coef - rows @ x, rest - prec_diag * x)
+    residual = -prec_diag * x if rest is None else rest - prec_diag * x
+    return x + solve(coef - rows @ x, residual)
 
 
 def project_rank(rows, gram, rank):

@@ -131,6 +131,18 @@ def _residual(config, family, belief, x, y, f, obs_var):
     return (y - f) / jnp.sqrt(scale2)
 
 
+def _row(a, t):
+    """Step t's slice of a stream array. The loop's 0 ≤ t < T needs no wrap of a negative
+    index or bounds test, which ``a[t]`` and ``a.at[t].set`` add: three kernels per step
+    on XLA:CPU, about 0.1 µs each."""
+    return jax.lax.dynamic_index_in_dim(a, t, keepdims=False, allow_negative_indices=False)
+
+
+def _put(a, value, t):
+    """``a`` with step t's slice set to ``value`` (:func:`_row`'s write)."""
+    return jax.lax.dynamic_update_index_in_dim(a, value, t, 0, allow_negative_indices=False)
+
+
 def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None):
     """Stream mini-batches through the learner in one compiled loop.
 
@@ -177,11 +189,12 @@ def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None
     def body(t, carry):
         belief, bound, (out, ok) = carry
         step_key = jax.random.fold_in(key, step0 + t)
+        x, y, w = (_row(a, t) for a in (xs, ys, ws))
         belief, (ll, ft, okt), bound = _checked_step(
-            config, belief, mean0, hyper, xs[t], ys[t], ws[t], step_key, bound
+            config, belief, mean0, hyper, x, y, w, step_key, bound
         )
         row = jnp.concatenate([ll[:, None].astype(dtype), ft.astype(dtype)], axis=1)
-        return belief, bound, (out.at[t].set(row), ok.at[t].set(okt))
+        return belief, bound, (_put(out, row, t), _put(ok, okt, t))
 
     stop = n_steps if length is None else jnp.minimum(length, n_steps)
     carry = (state, _entry_bound(config, state), outputs)

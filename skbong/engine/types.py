@@ -216,8 +216,10 @@ class Curv(NamedTuple):
     coef, rest : array (k,) and array (P,), or None
         With ``factor``, the gradient written as ``g = B u + r`` (``u = coef``,
         ``r = rest``). Every factored estimator has g in the span of B, so r is zero
-        up to rows whose u overflowed. The natural Woodbury steps use this split: the
-        push-through identity gives ``Σ' B u`` without the cancellation of
+        up to rows whose u overflowed; ``rest=None`` with ``coef`` set says r = 0
+        exactly (LIN-EF, MC-EF, and LIN-HESS for a likelihood with ``split_exact``),
+        and the steps skip their products with r. The natural Woodbury steps use this
+        split: the push-through identity gives ``Σ' B u`` without the cancellation of
         ``Σ g − Σ B (I + Bᵀ Σ B)⁻¹ Bᵀ Σ g`` (see :func:`gradient_split`).
     """
 
@@ -230,7 +232,8 @@ class Curv(NamedTuple):
 def gradient_split(g, curv):
     """``(u, r)`` with ``g = B u + r`` for a factored curvature.
 
-    The estimator's split when it gave one, else ``u = 0, r = g``. With ``Σ' = (Σ⁻¹ +
+    The estimator's split when it gave one (r is ``None`` where it is exactly zero),
+    else ``u = 0, r = g``. With ``Σ' = (Σ⁻¹ +
     B Bᵀ)⁻¹``, ``Σ' g = Σ g − Σ B (I + K)⁻¹ Bᵀ Σ g`` (K = Bᵀ Σ B) loses about ‖B‖² ε of a
     result that shrinks like 1 / ‖B‖²; ``Σ' B u = Σ B (I + K)⁻¹ u`` loses nothing.
     """

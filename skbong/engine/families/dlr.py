@@ -96,7 +96,7 @@ def _natural_step(state, prior, g, curv, alpha):
         prec_diag = state.prec_diag
         parts = [state.prec_lr, factor]
     else:
-        rest = _kl_gradient(state, prior, rest)
+        rest = _kl_gradient(state, prior, 0.0 if rest is None else rest)
         prec_diag = (1.0 - alpha) * state.prec_diag + alpha * prior.prec_diag
         parts = [jnp.sqrt(1.0 - alpha) * state.prec_lr, jnp.sqrt(alpha) * prior.prec_lr, factor]
     tall = state.mean.shape[0] >= TALL_FROM

@@ -102,16 +102,19 @@ def checked_ngd(state, g, curv, keep, bound):
     coef, rest = gradient_split(g, curv)
     b = curv.factor[:, 0]
     sb, cov_rest = _sigma_times(cov, b, rest)
-    # the three scalar products in one reduction: bᵀΣb, rᵀΣb, ‖Σb‖²
-    quad = jnp.sum(jnp.stack([b, rest, sb]) * sb, axis=1)
+    # the scalar products in one reduction: bᵀΣb, (rᵀΣb,) ‖Σb‖²
+    quad = jnp.sum(jnp.stack([b, sb] if rest is None else [b, rest, sb]) * sb, axis=1)
     inv_root = unit_chol_inverse((1.0 + quad[0])[None, None])[0, 0]  # NaN on overflow
     h = inv_root * sb
-    mean = state.mean + cov_rest + h * (inv_root * coef[0] - inv_root * quad[1])
+    if rest is None:  # r = 0: μ' = μ + Σ' b u
+        mean = state.mean + h * (inv_root * coef[0])
+    else:
+        mean = state.mean + cov_rest + h * (inv_root * coef[0] - inv_root * quad[1])
     info = jnp.finfo(dtype)
     h2 = h * h
     diag = ALGEBRA.diagonal(cov)
     # ≥ Σᵢ fl(hᵢ)² from ‖Σb‖²: (P + 8) ε covers the rounding of the sum and of h
-    growth = inv_root * inv_root * quad[2] * (1 + (b.shape[0] + 8) * info.eps)
+    growth = inv_root * inv_root * quad[-1] * (1 + (b.shape[0] + 8) * info.eps)
     new_bound = (bound + growth) * (1 + 4 * info.eps)
     ok = finite_and_positive(
         (mean,), positive=((diag - h2) - (info.eps * diag + 4 * info.tiny),)
@@ -132,7 +135,10 @@ def _sigma_times(cov, b, r):
     loop, float32): two matrix-vector products below :data:`ROWS_FROM` (0.13 µs at
     P = 10 against 0.35 for the rows), the rows [b, r]ᵀ Σ (Σ is symmetric) from it on
     (1.00 against 1.20 µs at P = 100, 71 against 97 µs at P = 1,000); the columns
-    Σ [b, r] (P × 2) are the slowest at every size (0.58 and 2.0 µs at P = 10 and 100)."""
+    Σ [b, r] (P × 2) are the slowest at every size (0.58 and 2.0 µs at P = 10 and 100).
+    Without r (``None``: r = 0) only Σ b, whose two forms run alike (``(Σ b, None)``)."""
+    if r is None:
+        return cov @ b, None
     if b.shape[0] < ROWS_FROM:
         return cov @ b, cov @ r
     rows = jnp.stack([b, r]) @ cov
