@@ -72,8 +72,8 @@ DIAGONAL = _Algebra(
 @program
 def _woodbury_solve(diag, factor, v):
     rows = factor.T
-    _, inner, scaled = dlr_grams(diag, rows)
-    return dlr_solve(diag, rows, scaled, inner, jnp.zeros(rows.shape[0], v.dtype), v)
+    _, inner, _ = dlr_grams(diag, rows)
+    return dlr_solve(diag, rows, inner, jnp.zeros(rows.shape[0], v.dtype), v)
 
 
 def _dlr_solve(prec, v):

@@ -79,8 +79,8 @@ def test_woodbury_and_dlr_solve_without_rest_are_the_split_with_r_zero():
     rows = rng.normal(size=(K_W, P_W))
     with jax.enable_x64(True):
         new_cov, cov_vec = jax.jit(la.woodbury_lowrank_downdate)(cov, factor, coef, None)
-        _, inner, scaled = la.dlr_grams(prec_diag, rows)
-        x = jax.jit(la.dlr_solve)(prec_diag, rows, scaled, inner, coef, None)
+        _, inner, _ = la.dlr_grams(prec_diag, rows)
+        x = jax.jit(la.dlr_solve)(prec_diag, rows, inner, coef, None)
     np.testing.assert_allclose(new_cov, exact_cov, rtol=0, atol=1e-12)
     np.testing.assert_allclose(cov_vec, exact_cov @ factor @ coef, rtol=0, atol=1e-12)
     exact = np.linalg.solve(np.diag(prec_diag) + rows.T @ rows, rows.T @ coef)
@@ -107,8 +107,8 @@ def test_dlr_solve_is_exact_for_any_split(hint):
     rhs = rows.T @ u + rng.normal(size=P_W)
     coef = {"zero": 0.0 * u, "exact": u, "wrong": u - 2.0}[hint]
     with jax.enable_x64(True):
-        _, inner, scaled = la.dlr_grams(prec_diag, rows)
-        x = jax.jit(la.dlr_solve)(prec_diag, rows, scaled, inner, coef, rhs - rows.T @ coef)
+        _, inner, _ = la.dlr_grams(prec_diag, rows)
+        x = jax.jit(la.dlr_solve)(prec_diag, rows, inner, coef, rhs - rows.T @ coef)
     exact = np.linalg.solve(np.diag(prec_diag) + rows.T @ rows, rhs)
     np.testing.assert_allclose(x, exact, rtol=0, atol=1e-12)
 
@@ -145,12 +145,12 @@ def test_dlr_solve_does_not_cancel_for_a_large_factor():
     u = rng.normal(size=K_W).astype(F32)
     d, w, uu = (a.astype(float) for a in (prec_diag, rows, u))
     exact = np.linalg.solve(np.diag(d) + w.T @ w, w.T @ uu)
-    _, inner, scaled = la.dlr_grams(prec_diag, rows)
+    _, inner, _ = la.dlr_grams(prec_diag, rows)
     solve = jax.jit(la.dlr_solve)
-    split = solve(prec_diag, rows, scaled, inner, u, np.zeros(P_W, F32))
-    naive = solve(prec_diag, rows, scaled, inner, np.zeros(K_W, F32), rows.T @ u)
+    split = solve(prec_diag, rows, inner, u, np.zeros(P_W, F32))
+    naive = solve(prec_diag, rows, inner, np.zeros(K_W, F32), rows.T @ u)
     assert _relative_error(split, exact) <= 100 * np.finfo(F32).eps
-    assert _relative_error(solve(prec_diag, rows, scaled, inner, u, None), exact) <= (
+    assert _relative_error(solve(prec_diag, rows, inner, u, None), exact) <= (
         100 * np.finfo(F32).eps
     )
     assert _relative_error(naive, exact) > 1.0

@@ -143,23 +143,26 @@ def dlr_grams(prec_diag, rows, tall=False):
     return rows @ rows.T, inner, scaled
 
 
-def dlr_solve(prec_diag, rows, scaled, inner, coef, rest):
-    """Solve ``(Υ + W̃ W̃ᵀ) x = W̃ u + r`` by Woodbury in O(P k), with ``rows = W̃ᵀ``,
-    ``scaled = W̃ᵀ Υ⁻¹`` and ``inner = I + W̃ᵀ Υ⁻¹ W̃`` from :func:`dlr_grams`:
+def dlr_solve(prec_diag, rows, inner, coef, rest):
+    """Solve ``(Υ + W̃ W̃ᵀ) x = W̃ u + r`` by Woodbury in O(P k), with ``rows = W̃ᵀ`` and
+    ``inner = I + W̃ᵀ Υ⁻¹ W̃`` from :func:`dlr_grams`:
 
     ``x = Υ⁻¹ r + Υ⁻¹ W̃ (I + W̃ᵀ Υ⁻¹ W̃)⁻¹ (u − W̃ᵀ Υ⁻¹ r)``
 
     (Woodbury for r, push-through for ``W̃ u``: no cancellation when a large W̃ makes x
     small). One step of iterative refinement follows, with the residual split the same
-    way: ``W̃ (u − W̃ᵀ x) + (r − Υ x)``. ``rest=None`` is r = 0.
+    way: ``W̃ (u − W̃ᵀ x) + (r − Υ x)``. ``rest=None`` is r = 0. Each ``Υ⁻¹ W̃ c`` is
+    written ``(cᵀ W̃ᵀ) / Υ``, a product over the rows then a division: with the scaled
+    rows ``W̃ᵀ Υ⁻¹`` instead, XLA:CPU copied them transposed on every step (dlr-10
+    38 → 33 µs per step at P = 881, 208 → 189 µs at P = 2,410).
     """
     inv = unit_chol_inverse(inner)  # (I + W̃ᵀΥ⁻¹W̃)⁻¹ = L⁻ᵀ L⁻¹
 
     def solve(u, r):
         if r is None:
-            return scaled.T @ (inv.T @ (inv @ u))
+            return ((inv.T @ (inv @ u)) @ rows) / prec_diag
         base = r / prec_diag
-        return base + scaled.T @ (inv.T @ (inv @ (u - rows @ base)))
+        return base + ((inv.T @ (inv @ (u - rows @ base))) @ rows) / prec_diag
 
     x = solve(coef, rest)
     residual = -prec_diag * x if rest is None else rest - prec_diag * x

@@ -203,9 +203,9 @@ def _slang_step(config, state, thetas, eps, x, y, w, hyper, t):
     gamma = hyper.momentum
     mom = gamma * state.mom + (1.0 - gamma) * g
     direction = mom / (1.0 - gamma ** (t + 1)) + hyper.prior_prec * state.mean
-    _, inner, scaled = dlr_grams(prec_diag, head)
+    _, inner, _ = dlr_grams(prec_diag, head)
     zero = jnp.zeros((head.shape[0],), head.dtype)
-    mean = state.mean - alpha * dlr_solve(prec_diag, head, scaled, inner, zero, direction)
+    mean = state.mean - alpha * dlr_solve(prec_diag, head, inner, zero, direction)
     return SLANGState(mean, prec_diag, head.T, mom), _nll(logp, w)
 
 

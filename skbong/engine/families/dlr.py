@@ -104,10 +104,10 @@ def _natural_step(state, prior, g, curv, alpha):
         rows = jnp.concatenate(parts, axis=1).T
     else:  # W̃ᵀ stored k-major
         rows = jnp.concatenate([a.T for a in parts])
-    gram, inner, scaled = dlr_grams(prec_diag, rows, tall)
+    gram, inner, _ = dlr_grams(prec_diag, rows, tall)
     lead = jnp.zeros((rows.shape[0] - factor.shape[1],), rows.dtype)
     coef = jnp.concatenate([lead, coef / root])  # B u = W̃ [0; u / √α]
-    mean = state.mean + alpha * dlr_solve(prec_diag, rows, scaled, inner, coef, rest)
+    mean = state.mean + alpha * dlr_solve(prec_diag, rows, inner, coef, rest)
     return mean, prec_diag, rows, gram, gram_eigh(gram)[1]
 
 
