@@ -904,6 +904,15 @@ MUTANTS = [
         ("tests/test_conjugate.py",),
         "the stream learns from the next step's rows",
     ),
+    Mutant(
+        "dlr-solve-push-multiplies",
+        "skbong/engine/linalg.py",
+        "        return base + ((inv.T @ (inv @ (u - rows @ base))) @ rows) / prec_diag",
+        "        return base + ((inv.T @ (inv @ (u - rows @ base))) @ rows) * prec_diag",
+        ("tests/test_linalg.py", "-k", "dlr_solve"),
+        "the dlr solve's Υ⁻¹ W̃ c multiplies by Υ where it must divide (in the first iterate"
+        " with r = 0 the refinement corrects it exactly: that line is not a mutant)",
+    ),
 ]
 
 
