@@ -134,7 +134,7 @@ def _residual(config, family, belief, x, y, f, obs_var):
 def _row(a, t):
     """Step t's slice of a stream array. The loop's 0 ≤ t < T needs no wrap of a negative
     index or bounds test, which ``a[t]`` and ``a.at[t].set`` add: three kernels per step
-    on XLA:CPU, about 0.1 µs each."""
+    on XLA:CPU (0–3 % of a full step at P = 100, within the noise alone)."""
     return jax.lax.dynamic_index_in_dim(a, t, keepdims=False, allow_negative_indices=False)
 
 
