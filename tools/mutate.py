@@ -889,12 +889,20 @@ MUTANTS = [
         "the full step without r moves the mean by Σ' b instead of Σ' b u",
     ),
     Mutant(
-        "dlr-solve-without-rest-no-refinement",
+        "dlr-solve-refinement-dropped",
         "skbong/engine/linalg.py",
-        "    residual = -prec_diag * x if rest is None else rest - prec_diag * x",
-        "    residual = prec_diag * x if rest is None else rest - prec_diag * x",
-        ("tests/test_linalg.py", "-k", "without_rest"),
-        "the dlr solve's refinement adds Υ x instead of subtracting it when r = 0",
+        "    return x + ((inv.T @ (inv @ e)) @ rows) / prec_diag",
+        "    return x + 0.0 * e.sum()",
+        ("tests/test_linalg.py", "-k", "refinement"),
+        "the dlr solve returns its first iterate, without the refinement step",
+    ),
+    Mutant(
+        "dlr-solve-refinement-residual-split",
+        "skbong/engine/linalg.py",
+        "    e = coef - y - rows @ x",
+        "    e = coef - y",
+        ("tests/test_linalg.py", "-k", "refinement"),
+        "the refinement's residual loses its W̃ᵀ x term",
     ),
     Mutant(
         "stream-row-off-by-one",
@@ -907,11 +915,10 @@ MUTANTS = [
     Mutant(
         "dlr-solve-push-multiplies",
         "skbong/engine/linalg.py",
-        "        return base + ((inv.T @ (inv @ (u - rows @ base))) @ rows) / prec_diag",
-        "        return base + ((inv.T @ (inv @ (u - rows @ base))) @ rows) * prec_diag",
+        "    x = (y @ rows) / prec_diag",
+        "    x = (y @ rows) * prec_diag",
         ("tests/test_linalg.py", "-k", "dlr_solve"),
-        "the dlr solve's Υ⁻¹ W̃ c multiplies by Υ where it must divide (in the first iterate"
-        " with r = 0 the refinement corrects it exactly: that line is not a mutant)",
+        "the dlr solve's Υ⁻¹ W̃ y multiplies by Υ where it must divide",
     ),
 ]
 
