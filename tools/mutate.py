@@ -905,6 +905,14 @@ MUTANTS = [
         "the refinement's residual loses its W̃ᵀ x term",
     ),
     Mutant(
+        "dropped-mass-top-directions",
+        "skbong/engine/linalg.py",
+        "    tail = vecs[:, : k - rank].T @ rows  # eigh's order is ascending",
+        "    tail = vecs[:, rank:].T @ rows",
+        ("tests/test_linalg.py", "-k", "separate"),
+        "the separate projection drops the top directions' mass instead of the bottom ones'",
+    ),
+    Mutant(
         "stream-row-off-by-one",
         "skbong/engine/stream.py",
         "        x, y, w = (_row(a, t) for a in (xs, ys, ws))",

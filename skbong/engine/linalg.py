@@ -165,12 +165,12 @@ def dlr_solve(prec_diag, rows, inner, coef, rest):
     exactly back to x, so the correction is zero in exact arithmetic.)
     """
     inv = unit_chol_inverse(inner)  # (I + W̃ᵀΥ⁻¹W̃)⁻¹ = L⁻ᵀ L⁻¹
-    v = coef if rest is None else coef - rows @ (rest / prec_diag)
+    v = coef if rest is None else coef - (rest / prec_diag) @ rows.T
     y = inv.T @ (inv @ v)
     x = (y @ rows) / prec_diag
     if rest is not None:
         x = rest / prec_diag + x
-    e = coef - y - rows @ x
+    e = coef - y - x @ rows.T
     return x + ((inv.T @ (inv @ e)) @ rows) / prec_diag
 
 
@@ -216,11 +216,37 @@ def gram_eigh(gram):
     return jnp.where(finite, vals, jnp.nan), jnp.where(finite, vecs, jnp.nan)
 
 
-def project_on(rows, vecs, rank):
-    """:func:`project_rank` on the eigenvectors ``vecs`` of ``W̃ᵀ W̃`` (:func:`gram_eigh`)."""
+def project_on(rows, vecs, rank, separate=False):
+    """:func:`project_rank` on the eigenvectors ``vecs`` of ``W̃ᵀ W̃`` (:func:`gram_eigh`).
+
+    ``separate=True`` takes the head and the tail from their own products
+    (:func:`project_head`, :func:`dropped_mass`) instead of slicing one product: for a
+    P-major W̃ (P = 1e6) this saves copying the head out of the product (8 % of a dlr
+    step), for k-major rows at P = 2,410 it cost 2.5 %.
+    """
+    if separate:
+        return project_head(rows, vecs, rank), dropped_mass(rows, vecs, rank)
     rotated = vecs[:, ::-1].T @ rows  # (W̃ V)ᵀ, descending singular values
     head, tail = rotated[:rank], rotated[rank:]
-    dropped = jnp.sum(tail * tail, axis=0)
     if head.shape[0] < rank:  # fewer columns than the rank: pad with zeros
         head = jnp.pad(head, ((0, rank - head.shape[0]), (0, 0)))
-    return head, dropped
+    return head, jnp.sum(tail * tail, axis=0)
+
+
+def project_head(rows, vecs, rank):
+    """The head of :func:`project_rank`: ``(W̃ V[:, top R])ᵀ``, descending singular values,
+    zero-padded to ``rank`` rows."""
+    k = rows.shape[0]
+    head = vecs[:, ::-1][:, : min(rank, k)].T @ rows
+    if k < rank:  # fewer columns than the rank: pad with zeros
+        head = jnp.pad(head, ((0, rank - k), (0, 0)))
+    return head
+
+
+def dropped_mass(rows, vecs, rank):
+    """The dropped diagonal of :func:`project_rank`: ``rowsum((W̃ V[:, bottom k − R])²)``."""
+    k = rows.shape[0]
+    if k <= rank:
+        return jnp.zeros(rows.shape[1], rows.dtype)
+    tail = vecs[:, : k - rank].T @ rows  # eigh's order is ascending
+    return jnp.sum(tail * tail, axis=0)
