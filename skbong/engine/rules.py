@@ -72,8 +72,8 @@ def update(config, predicted, x, y, w, hyper, key):
 def checks_before_writing(config):
     """Whether the stream takes BONG's step through the family's ``checked_ngd``
     (:class:`~.families.base.Family`): a one-step natural rule at unit rate without
-    backtracking, on a static belief without learned noise (those paths check the
-    written result with ``is_valid``)."""
+    backtracking, on a static belief (those paths check the written result with
+    ``is_valid``)."""
     family, _, rule, _ = config.impl
     return (
         family.checked_ngd is not None
@@ -82,17 +82,17 @@ def checks_before_writing(config):
         and not rule.kl
         and not config.backtrack
         and not config.dynamic
-        and not config.learn_noise
     )
 
 
-def checked_update(config, state, x, y, w, hyper, key, keep, bound):
+def checked_update(config, state, x, y, w, hyper, key, keep, bound, finish=None):
     """:func:`update` for the configurations of :func:`checks_before_writing`: the same
-    estimate (key ``fold_in(key, 0)``) and step, returned as ``(state, ok, bound)`` with
-    the old belief kept where ``keep`` or the family's certificate is false."""
+    estimate (key ``fold_in(key, 0)``) and step, returned as ``(state, ok, bound, aux)``
+    with the old belief kept where ``keep`` or the family's certificate is false
+    (``finish``: the learned noise's update, see :attr:`~.families.base.Family.checked_ngd`)."""
     family, _, _, estimate = config.impl
     g, curv = estimate(config, family, state, x, y, w, hyper.obs_var, jax.random.fold_in(key, 0))
-    return family.checked_ngd(state, g, curv, keep, bound)
+    return family.checked_ngd(state, g, curv, keep, bound, finish)
 
 
 def _row_log_lik(config, mean, x, y, w, obs_var):

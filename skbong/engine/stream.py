@@ -10,6 +10,8 @@ Each step also reports the prequential (predict-then-update) plugin log-likeliho
 of its rows under the belief before the update, and the plugin outputs f(x, μ).
 """
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,25 +45,29 @@ def _entry_bound(config, state):
     where the stream checks the written result instead)."""
     if not checks_before_writing(config):
         return None
-    return config.impl.family.entry_bound(state)
+    return config.impl.family.entry_bound(state[0] if config.learn_noise else state)
 
 
 def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
     """:func:`stream_step` carrying the bound of :func:`_entry_bound`."""
     family = config.impl.family
-    if bound is not None:
-        # the certificate decides validity before the belief is written (O(P) work, and
-        # the selection fuses into the update), no pass over the result is needed
-        active = jnp.any(w != 0)
-        f = config.model.apply(state.mean, x)
-        log_lik = _log_lik(config, family, state, None, x, y, f, hyper.obs_var)
-        new, ok, bound = checked_update(config, state, x, y, w, hyper, key, active, bound)
-        out = f if config.pit is None else _residual(config, family, state, x, y, f, hyper.obs_var)
-        return new, (log_lik, out, ok | ~active), bound
     belief, noise = state if config.learn_noise else (state, None)
     if noise is not None:
         hyper = hyper._replace(obs_var=noise_lib.variance(noise))
     active = jnp.any(w != 0)  # all-zero weights are padding; a NaN weight is not (refused)
+    if bound is not None:
+        # the certificate decides validity before the belief is written (O(P) work, and
+        # the selection fuses into the update), no pass over the result is needed
+        f = config.model.apply(belief.mean, x)
+        log_lik = _log_lik(config, family, belief, noise, x, y, f, hyper.obs_var)
+        finish = None if noise is None else partial(_noise_finish, config, noise, x, y, f, w)
+        new, ok, bound, new_noise = checked_update(
+            config, belief, x, y, w, hyper, key, active, bound, finish
+        )
+        if noise is not None:
+            new = (new, _select(active & ok, new_noise, noise))
+        out = f if config.pit is None else _residual(config, family, belief, x, y, f, hyper.obs_var)
+        return new, (log_lik, out, ok | ~active), bound
     predicted = family.predict(belief, mean0, hyper) if config.dynamic else belief
     f = config.model.apply(predicted.mean, x)
     log_lik = _log_lik(config, family, predicted, noise, x, y, f, hyper.obs_var)
@@ -72,16 +78,26 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
         out = _residual(config, family, belief, x, y, f_now, hyper.obs_var)
     new = update(config, predicted, x, y, w, hyper, key)
     if noise is not None:
-        new_noise = noise_lib.update(
-            noise, y, f, config.model.apply(new.mean, x), w, config.noise_discount
-        )
-        if config.noise_coupled:  # Σ = ŝ V: the factorised belief keeps Σ as it is
-            new = family.scale(new, noise_lib.covariance_ratio(noise, new_noise))
-        ok = family.is_valid(new) & noise_lib.is_valid(new_noise)
+        ratio, noise_ok, new_noise = _noise_finish(config, noise, x, y, f, w, new.mean)
+        if ratio is not None:  # Σ = ŝ V: the factorised belief keeps Σ as it is
+            new = family.scale(new, ratio)
+        ok = family.is_valid(new) & noise_ok
         new = (new, new_noise)
     else:
         ok = family.is_valid(new)
     return _select(active & ok, new, state), (log_lik, out, ok | ~active), bound
+
+
+def _noise_finish(config, noise, x, y, f, w, mean):
+    """The noise posterior's update at the new mean μ' (the ``finish`` of a family's
+    ``checked_ngd``, and the generic step's): ``(c, ok, noise')``, c the covariance
+    ratio ŝ' / ŝ of the coupled belief (``None`` for the factorised one, whose
+    covariance is not rescaled)."""
+    new_noise = noise_lib.update(
+        noise, y, f, config.model.apply(mean, x), w, config.noise_discount
+    )
+    ratio = noise_lib.covariance_ratio(noise, new_noise) if config.noise_coupled else None
+    return ratio, noise_lib.is_valid(new_noise), new_noise
 
 
 def _log_lik(config, family, predicted, noise, x, y, f, obs_var):

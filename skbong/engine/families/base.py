@@ -63,12 +63,15 @@ class Family(NamedTuple):
         program itself (:func:`~skbong.engine.stream.run_stream_checked`), so that a call
         pays one dispatch, not two; ``None``: the estimators run ``host_check`` on the host.
     checked_ngd : callable or None
-        ``(state, g, curv, keep, bound) -> (state, ok, bound)``: BONG's step (α = 1, no
-        prior) that decides, before writing the new belief, whether it would pass
-        ``is_valid`` (a certificate from O(P k) quantities and the running bound
-        ``bound`` ≥ the largest absolute covariance entry), and returns the new belief where ``keep &
-        ok``, the old one elsewhere, so that no pass over a P × P result is needed to
-        check or select it. ``None``: the stream checks ``is_valid`` on the result.
+        ``(state, g, curv, keep, bound, finish=None) -> (state, ok, bound, aux)``: BONG's
+        step (α = 1, no prior) that decides, before writing the new belief, whether it
+        would pass ``is_valid`` (a certificate from O(P k) quantities and the running
+        bound ``bound`` ≥ the largest absolute covariance entry), and returns the new
+        belief where ``keep & ok``, the old one elsewhere, so that no pass over a P × P
+        result is needed to check or select it. ``finish(μ') -> (c, ok, aux)``, for
+        learned noise: the new belief's covariance is scaled by c (``None``: not
+        scaled), ``ok`` joins the certificate and ``aux`` is returned (``None`` without
+        ``finish``). ``None``: the stream checks ``is_valid`` on the result.
     entry_bound : callable ``state -> scalar`` or None
         The initial ``bound`` of ``checked_ngd`` (the largest absolute entry of Σ, once per stream call).
     """

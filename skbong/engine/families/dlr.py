@@ -126,9 +126,9 @@ def ngd(state, prior, g, curv, alpha):
     return DLRState(mean, prec_diag + dropped, head.T)
 
 
-def checked_ngd(state, g, curv, keep, bound):
+def checked_ngd(state, g, curv, keep, bound, finish=None):
     """BONG's natural step (α = 1, no prior) with its validity decided from O(P) and
-    O(k²) quantities; ``(state, ok, bound)`` as :attr:`~.base.Family.checked_ngd`
+    O(k²) quantities; ``(state, ok, bound, aux)`` as :attr:`~.base.Family.checked_ngd`
     describes (``bound`` is not used: it passes through).
 
     The new belief (μ', Υ + d, W') passes ``is_valid`` (finite μ', finite W', finite and
@@ -143,6 +143,10 @@ def checked_ngd(state, g, curv, keep, bound):
       its squared entries). Beyond ``is_valid`` this refuses only a precision whose
       squared factor entries sum past M / k³ (1e34 in float32 with k = 11).
 
+    With ``finish`` (learned noise) the covariance is scaled by the c that ``finish(μ')``
+    returns, as :func:`scale` does: Υ' / c is checked itself, and tr(W̃ᵀW̃) / c ≤ M / k³
+    bounds the entries of W' / √c as above. A NaN, infinite or zero c fails these.
+
     So no pass over the (P, R) factor is needed to check it; the selection of the old
     factor where the step is refused is a conditional, not an elementwise select.
     """
@@ -150,19 +154,25 @@ def checked_ngd(state, g, curv, keep, bound):
     rank = state.prec_lr.shape[1]
     head, dropped = project_on(rows, vecs, rank, separate=tall)
     new_diag = prec_diag + dropped
+    spread = jnp.trace(gram)
+    scale, extra, aux = (None, True, None) if finish is None else finish(mean)
+    if scale is not None:
+        new_diag, spread = new_diag / scale, spread / scale
+        head = head * jax.lax.rsqrt(scale)
     k = rows.shape[0]
     limit = jnp.finfo(rows.dtype).max / k**3
     ok = (
         finite_and_positive((mean,), positive=(new_diag,))
-        & (jnp.trace(gram) <= limit)
+        & (spread <= limit)
         & jnp.isfinite(jnp.sum(vecs))
+        & extra
     )
     take = keep & ok
     factor = jax.lax.cond(take, lambda: head.T, lambda: state.prec_lr)
     new = DLRState(
         jnp.where(take, mean, state.mean), jnp.where(take, new_diag, state.prec_diag), factor
     )
-    return new, ok, bound
+    return new, ok, bound, aux
 
 
 def _diag_sandwich(state, root, c):

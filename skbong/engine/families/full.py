@@ -67,9 +67,9 @@ def entry_bound(state):
     return jnp.max(jnp.abs(state.cov))
 
 
-def checked_ngd(state, g, curv, keep, bound):
+def checked_ngd(state, g, curv, keep, bound, finish=None):
     """BONG's natural step (α = 1, no prior) with its validity decided before Σ' is
-    written; ``(state, ok, bound)`` as :attr:`~.base.Family.checked_ngd` describes.
+    written; ``(state, ok, bound, aux)`` as :attr:`~.base.Family.checked_ngd` describes.
 
     With one curvature column b (G = −b bᵀ, one output row per step), Woodbury
     (eqs. 122–124) is the rank-one downdate Σ' = Σ − h hᵀ, h = Σ b / √(1 + bᵀ Σ b), and
@@ -90,14 +90,22 @@ def checked_ngd(state, g, curv, keep, bound):
       tr Σ per accepted step and is recomputed exactly by :func:`entry_bound` at each
       stream call.
 
+    With ``finish`` (learned noise) the written covariance is c Σ', c the scale that
+    ``finish(μ')`` returns. Then also c (dᵢ − ε Σᵢᵢ) > 4 τ: the computed Σ'ᵢᵢ is at least
+    (dᵢ − ε Σᵢᵢ)(1 − ε), so fl(c Σ'ᵢᵢ) ≥ τ however small c is; and the bound carried and
+    checked is c b' (1 + 2 ε) ≥ max |fl(c Σ'ᵢⱼ)|. A NaN, infinite or zero c fails these.
+
     All of it is O(P); the selection between Σ' and Σ fuses into the kernel that writes
     Σ − h hᵀ, so the step makes one pass over Σ besides its product Σ b. Where the
     curvature has k ≠ 1 columns, the step is the generic one followed by ``is_valid``.
     """
     if curv.factor is None or curv.factor.shape[1] != 1:
         new = gs.natural_ngd(ALGEBRA, state, None, g, curv, 1.0)
-        ok = _is_valid(new)
-        return _keep(keep & ok, new, state), ok, bound
+        scale, extra, aux = (None, True, None) if finish is None else finish(new.mean)
+        if scale is not None:
+            new = gs.MeanCov(new.mean, new.cov * scale)
+        ok = _is_valid(new) & extra
+        return _keep(keep & ok, new, state), ok, bound, aux
     cov, dtype = state.cov, state.cov.dtype
     coef, rest = gradient_split(g, curv)
     b = curv.factor[:, 0]
@@ -116,14 +124,19 @@ def checked_ngd(state, g, curv, keep, bound):
     # ≥ Σᵢ fl(hᵢ)² from ‖Σb‖²: (P + 8) ε covers the rounding of the sum and of h
     growth = inv_root * inv_root * quad[-1] * (1 + (b.shape[0] + 8) * info.eps)
     new_bound = (bound + growth) * (1 + 4 * info.eps)
-    ok = finite_and_positive(
-        (mean,), positive=((diag - h2) - (info.eps * diag + 4 * info.tiny),)
-    ) & (new_bound <= 0.5 * info.max)
+    scale, extra, aux = (None, True, None) if finish is None else finish(mean)
+    left = diag - h2
+    positive = (left - (info.eps * diag + 4 * info.tiny),)
+    if scale is not None:
+        positive += (scale * (left - info.eps * diag) - 4 * info.tiny,)
+        new_bound = scale * new_bound * (1 + 2 * info.eps)
+    ok = finite_and_positive((mean,), positive=positive) & (new_bound <= 0.5 * info.max) & extra
     take = keep & ok
-    new = gs.MeanCov(
-        jnp.where(take, mean, state.mean), jnp.where(take, cov - jnp.outer(h, h), cov)
-    )
-    return new, ok, jnp.where(take, new_bound, bound)
+    cov_new = cov - jnp.outer(h, h)
+    if scale is not None:
+        cov_new = cov_new * scale
+    new = gs.MeanCov(jnp.where(take, mean, state.mean), jnp.where(take, cov_new, cov))
+    return new, ok, jnp.where(take, new_bound, bound), aux
 
 
 ROWS_FROM = 80
