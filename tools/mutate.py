@@ -899,7 +899,7 @@ MUTANTS = [
     Mutant(
         "dlr-solve-refinement-residual-split",
         "skbong/engine/linalg.py",
-        "    e = coef - y - rows @ x",
+        "    e = coef - y - x @ rows.T",
         "    e = coef - y",
         ("tests/test_linalg.py", "-k", "refinement"),
         "the refinement's residual loses its W̃ᵀ x term",
