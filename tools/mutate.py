@@ -915,7 +915,7 @@ MUTANTS = [
     Mutant(
         "checked-noise-scale-not-written",
         "skbong/engine/families/full.py",
-        "        cov_new = cov_new * scale",
+        "        cov_new = cov_new * ratio",
         "        cov_new = cov_new * 1.0",
         ("tests/test_checked_step.py", "-k", "scaled or learned_noise"),
         "the full checked step with learned noise does not rescale Σ' by ŝ' / ŝ",
@@ -923,7 +923,7 @@ MUTANTS = [
     Mutant(
         "checked-noise-scaled-margin-dropped",
         "skbong/engine/families/full.py",
-        "        positive += (scale * (left - info.eps * diag) - 4 * info.tiny,)",
+        "        positive += (ratio * (left - info.eps * diag) - 4 * info.tiny,)",
         "        positive += ()",
         ("tests/test_checked_step.py", "-k", "scaled_certificate"),
         "the full certificate does not check the rescaled variances (a small c flushes them)",
@@ -931,7 +931,7 @@ MUTANTS = [
     Mutant(
         "checked-noise-bound-not-scaled",
         "skbong/engine/families/full.py",
-        "        new_bound = scale * new_bound * (1 + 2 * info.eps)",
+        "        new_bound = ratio * new_bound * (1 + 2 * info.eps)",
         "        new_bound = new_bound * (1 + 2 * info.eps)",
         ("tests/test_checked_step.py", "-k", "scaled_certificate"),
         "the full certificate bounds Σ' but writes c Σ' (a large c overflows it)",
@@ -939,8 +939,8 @@ MUTANTS = [
     Mutant(
         "checked-noise-dlr-diag-not-scaled",
         "skbong/engine/families/dlr.py",
-        "        new_diag, spread = new_diag / scale, spread / scale",
-        "        spread = spread / scale",
+        "        _, new_diag, head = scale(DLRState(mean, new_diag, head), ratio)",
+        "        head = scale(DLRState(mean, new_diag, head), ratio).prec_lr",
         ("tests/test_checked_step.py", "-k", "scaled or learned_noise"),
         "the dlr checked step with learned noise rescales W but not Υ",
     ),

@@ -155,10 +155,10 @@ def checked_ngd(state, g, curv, keep, bound, finish=None):
     head, dropped = project_on(rows, vecs, rank, separate=tall)
     new_diag = prec_diag + dropped
     spread = jnp.trace(gram)
-    scale, extra, aux = (None, True, None) if finish is None else finish(mean)
-    if scale is not None:
-        new_diag, spread = new_diag / scale, spread / scale
-        head = head * jax.lax.rsqrt(scale)
+    ratio, extra, aux = (None, True, None) if finish is None else finish(mean)
+    if ratio is not None:  # the written belief is scale(…, c): check what is written
+        _, new_diag, head = scale(DLRState(mean, new_diag, head), ratio)
+        spread = spread / ratio
     k = rows.shape[0]
     limit = jnp.finfo(rows.dtype).max / k**3
     ok = (

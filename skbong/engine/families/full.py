@@ -101,9 +101,9 @@ def checked_ngd(state, g, curv, keep, bound, finish=None):
     """
     if curv.factor is None or curv.factor.shape[1] != 1:
         new = gs.natural_ngd(ALGEBRA, state, None, g, curv, 1.0)
-        scale, extra, aux = (None, True, None) if finish is None else finish(new.mean)
-        if scale is not None:
-            new = gs.MeanCov(new.mean, new.cov * scale)
+        ratio, extra, aux = (None, True, None) if finish is None else finish(new.mean)
+        if ratio is not None:
+            new = gs.scale(new, ratio)
         ok = _is_valid(new) & extra
         return _keep(keep & ok, new, state), ok, bound, aux
     cov, dtype = state.cov, state.cov.dtype
@@ -124,17 +124,17 @@ def checked_ngd(state, g, curv, keep, bound, finish=None):
     # ≥ Σᵢ fl(hᵢ)² from ‖Σb‖²: (P + 8) ε covers the rounding of the sum and of h
     growth = inv_root * inv_root * quad[-1] * (1 + (b.shape[0] + 8) * info.eps)
     new_bound = (bound + growth) * (1 + 4 * info.eps)
-    scale, extra, aux = (None, True, None) if finish is None else finish(mean)
+    ratio, extra, aux = (None, True, None) if finish is None else finish(mean)
     left = diag - h2
     positive = (left - (info.eps * diag + 4 * info.tiny),)
-    if scale is not None:
-        positive += (scale * (left - info.eps * diag) - 4 * info.tiny,)
-        new_bound = scale * new_bound * (1 + 2 * info.eps)
+    if ratio is not None:
+        positive += (ratio * (left - info.eps * diag) - 4 * info.tiny,)
+        new_bound = ratio * new_bound * (1 + 2 * info.eps)
     ok = finite_and_positive((mean,), positive=positive) & (new_bound <= 0.5 * info.max) & extra
     take = keep & ok
     cov_new = cov - jnp.outer(h, h)
-    if scale is not None:
-        cov_new = cov_new * scale
+    if ratio is not None:
+        cov_new = cov_new * ratio
     new = gs.MeanCov(jnp.where(take, mean, state.mean), jnp.where(take, cov_new, cov))
     return new, ok, jnp.where(take, new_bound, bound), aux
 

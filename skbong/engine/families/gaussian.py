@@ -122,6 +122,11 @@ def moment_advice(family, natural):
     )
 
 
+def scale(state, c):
+    """Covariance × c (the learned noise's rescaling of a coupled belief)."""
+    return MeanCov(state.mean, state.cov * c)
+
+
 def make_family(alg, eye, transform, output_cov, hess_kind, parametrisation, **host):
     """Assemble a :class:`~.base.Family` from a representation and a parametrisation.
 
@@ -155,7 +160,7 @@ def make_family(alg, eye, transform, output_cov, hess_kind, parametrisation, **h
         marginal_var=lambda s: alg.diagonal(s.cov),
         output_cov=output_cov,
         is_valid=_is_valid(alg),
-        scale=lambda s, c: MeanCov(s.mean, s.cov * c),
+        scale=scale,
         hess_kind=hess_kind,
         state_type=MeanCov,
         parametrisation=parametrisation,
