@@ -905,6 +905,14 @@ MUTANTS = [
         "the refinement's residual loses its W̃ᵀ x term",
     ),
     Mutant(
+        "dlr-solve-refines-long-rows",
+        "skbong/engine/linalg.py",
+        "    if rows.shape[1] >= REFINE_BELOW:",
+        "    if rows.shape[1] >= 1000 * REFINE_BELOW:",
+        ("tests/test_linalg.py", "-k", "refinement"),
+        "the dlr solve refines at every P, where a length-P float32 residual rounds worse",
+    ),
+    Mutant(
         "dropped-mass-top-directions",
         "skbong/engine/linalg.py",
         "    tail = vecs[:, : k - rank].T @ rows  # eigh's order is ascending",

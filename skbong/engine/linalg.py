@@ -4,6 +4,7 @@ Everything here is a pure JAX function on small matrices; the families call
 these so that the Woodbury solves and the rank projection exist once.
 """
 
+import jax
 import jax.numpy as jnp
 from jax.scipy.linalg import solve_triangular
 
@@ -134,13 +135,30 @@ def dlr_grams(prec_diag, rows, tall=False):
     """``W̃ᵀ W̃`` and ``I + W̃ᵀ Υ⁻¹ W̃`` (k × k) from the rows ``W̃ᵀ`` (k × P).
 
     Returns ``(gram, inner, scaled)`` with ``scaled = W̃ᵀ Υ⁻¹`` (k × P). ``tall=True``:
-    the rows are the transpose of a P-major (P, k) array, and ``scaled`` is formed on
-    that array so that it keeps its layout (at P = 1e6, k = 11, XLA:CPU otherwise writes
-    it k-major, and the products over it made a dlr step 125 instead of 76–84 ms).
+    the rows are the transpose of a P-major (P, k) array; the inner matrix is then the
+    Gram product of the whitened copy Υ^(−1/2) W̃, formed P-major, and ``scaled`` is
+    ``None``. (A k-major scaled copy made a dlr step at P = 1e6, k = 11, 125 instead of
+    76–84 ms; the P-major Υ⁻¹ W̃ times W̃, two operands, took 46.0–47.8 against
+    43.3–49.2 ms for one whitened operand, 4 of 5 alternating pairs faster.)
     """
-    scaled = (rows.T / prec_diag[:, None]).T if tall else rows / prec_diag
+    if tall:
+        white = rows.T * jax.lax.rsqrt(prec_diag)[:, None]
+        return rows @ rows.T, jnp.eye(rows.shape[0], dtype=rows.dtype) + white.T @ white, None
+    scaled = rows / prec_diag
     inner = jnp.eye(rows.shape[0], dtype=rows.dtype) + scaled @ rows.T
     return rows @ rows.T, inner, scaled
+
+
+REFINE_BELOW = 4096
+""":func:`dlr_solve` refines its first iterate only for fewer parameters than this.
+
+In float32, against a float64 Woodbury oracle of the same rounded inputs (k = 11,
+cond(I + W̃ᵀ Υ⁻¹ W̃) from 50 to 5e9; ``benchmarks/bench_accuracy.py``), the first
+iterate's worst relative error is 1.7e-7–2.8e-7 at every P from 20 to 1e6. One
+refinement step makes it 1.7–2.7× smaller up to P = 2,410 and larger from 4,096 on
+(5.5e-7 there, 1.0e-6 at 16,384, 2.9e-6 at 65,536, 2.7e-4 at 1e6): its residual e is
+a difference of length-P float32 sums that cancel, and their rounding grows with P.
+Skipping it there also saves two of the dlr step's passes over W̃."""
 
 
 def dlr_solve(prec_diag, rows, inner, coef, rest):
@@ -163,6 +181,10 @@ def dlr_solve(prec_diag, rows, inner, coef, rest):
     (``benchmarks/bench_accuracy.py``). (Refining with the residual split as
     ``W̃ (u − W̃ᵀ x) + (r − Υ x)`` is no refinement: any inverse solves that split
     exactly back to x, so the correction is zero in exact arithmetic.)
+
+    The refinement is taken only for rows shorter than :data:`REFINE_BELOW`: e is a
+    difference of length-P sums that cancel, and their float32 rounding grows with P
+    until it exceeds the error the step corrects.
     """
     inv = unit_chol_inverse(inner)  # (I + W̃ᵀΥ⁻¹W̃)⁻¹ = L⁻ᵀ L⁻¹
     v = coef if rest is None else coef - (rest / prec_diag) @ rows.T
@@ -170,6 +192,8 @@ def dlr_solve(prec_diag, rows, inner, coef, rest):
     x = (y @ rows) / prec_diag
     if rest is not None:
         x = rest / prec_diag + x
+    if rows.shape[1] >= REFINE_BELOW:
+        return x
     e = coef - y - x @ rows.T
     return x + ((inv.T @ (inv @ e)) @ rows) / prec_diag
 
