@@ -913,6 +913,14 @@ MUTANTS = [
         "the dlr solve refines at every P, where a length-P float32 residual rounds worse",
     ),
     Mutant(
+        "dlr-tall-inner-scaled-twice",
+        "skbong/engine/linalg.py",
+        "        white = rows.T * jax.lax.rsqrt(prec_diag)[:, None]",
+        "        white = rows.T / prec_diag[:, None]",
+        ("tests/test_combinations.py", "-k", "both_layouts"),
+        "the P-major inner matrix is W̃ᵀ Υ⁻² W̃ (whitened by Υ⁻¹ instead of Υ^(−1/2))",
+    ),
+    Mutant(
         "dropped-mass-top-directions",
         "skbong/engine/linalg.py",
         "    tail = vecs[:, : k - rank].T @ rows  # eigh's order is ascending",
