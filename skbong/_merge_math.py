@@ -77,7 +77,8 @@ def _woodbury_solve(diag, factor, v):
 
 
 def _dlr_solve(prec, v):
-    """(Υ + W Wᵀ)⁻¹ v by the engine's Woodbury solve (with one refinement step)."""
+    """(Υ + W Wᵀ)⁻¹ v by the engine's Woodbury solve (refined once below
+    :data:`~.engine.linalg.REFINE_BELOW` parameters)."""
     with jax.enable_x64(True):
         return np.asarray(_woodbury_solve(*prec, v))
 
