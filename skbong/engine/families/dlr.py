@@ -122,7 +122,7 @@ def ngd(state, prior, g, curv, alpha):
     :data:`TALL_FROM` for the memory layout.
     """
     mean, prec_diag, rows, _, vecs, tall = _natural_step(state, prior, g, curv, alpha)
-    head, dropped = project_on(rows, vecs, state.prec_lr.shape[1], separate=tall)
+    head, dropped = project_on(rows, vecs, state.prec_lr.shape[1])
     return DLRState(mean, prec_diag + dropped, head.T)
 
 
@@ -152,7 +152,7 @@ def checked_ngd(state, g, curv, keep, bound, finish=None):
     """
     mean, prec_diag, rows, gram, vecs, tall = _natural_step(state, None, g, curv, 1.0)
     rank = state.prec_lr.shape[1]
-    head, dropped = project_on(rows, vecs, rank, separate=tall)
+    head, dropped = project_on(rows, vecs, rank)
     new_diag = prec_diag + dropped
     spread = jnp.trace(gram)
     ratio, extra, aux = (None, True, None) if finish is None else finish(mean)
