@@ -248,9 +248,9 @@ def project_on(rows, vecs, rank):
     :func:`dropped_mass`).
 
     One (k, P) product sliced into head and tail copied the head out of it: 8 % of a
-    dlr step at P = 1e6 (P-major W̃), and with the head's product pinned to YNNPACK
+    dlr step at P = 1e6 (P-major W̃); with the head's product pinned to YNNPACK
     (:func:`project_head`) the separate products are faster at P = 881 and 2,410 too
-    (dlr-10 steps 32.3–32.4 → 29.9–30.0 µs and 186.2–187.9 → 184.4–185.4 µs).
+    (dlr-10 steps 31.8–32.1 → 30.0–30.1 µs and 187.0–188.0 → 185.6–186.2 µs).
     """
     return project_head(rows, vecs, rank), dropped_mass(rows, vecs, rank)
 
@@ -259,14 +259,17 @@ def project_head(rows, vecs, rank):
     """The head of :func:`project_rank`: ``(W̃ V[:, top R])ᵀ``, descending singular values,
     zero-padded to ``rank`` rows.
 
-    The selected eigenvectors are transposed behind an optimisation barrier: XLA then
-    writes ``V[:, top R]ᵀ`` (R × k) and multiplies it into the rows as they are stored,
-    a product XLA:CPU hands to YNNPACK (2.8 against 4.3 µs alone at P = 881, k = 11);
-    without the barrier it folds the transpose into the product, which Eigen computes.
+    The product is fenced by two optimisation barriers, so that XLA computes it in one
+    form whatever surrounds it: the selected eigenvectors transposed and written as a
+    small R × k matrix, times the rows as they are stored, into R × P rows. XLA:CPU hands
+    that product to YNNPACK (2.8 against 4.3 µs alone at P = 881, k = 11). Without the
+    first barrier XLA folds the transpose into the product, which Eigen then computes;
+    without the second the head's layout follows its consumer, and in the unchecked step
+    XLA wrote it P-major through Eigen (a dlr-10 step at P = 881: 41 instead of 29 µs).
     """
     k = rows.shape[0]
     turn = jax.lax.optimization_barrier(vecs[:, ::-1][:, : min(rank, k)].T)
-    head = turn @ rows
+    head = jax.lax.optimization_barrier(turn @ rows)
     if k < rank:  # fewer columns than the rank: pad with zeros
         head = jnp.pad(head, ((0, rank - k), (0, 0)))
     return head
