@@ -236,11 +236,11 @@ def test_dlr_family_matches_the_dense_covariance(scale):
 
 
 @pytest.mark.parametrize("rank", [2, 5, 7])
-def test_projection_head_and_dropped_mass_match_the_svd(rank):
-    """The head and the dropped diagonal, each from its own product, against a float64
-    SVD of W̃: head headᵀ is the best rank-R part of W̃ W̃ᵀ and the dropped diagonal is
-    what is left of diag(W̃ W̃ᵀ) (k = 5 columns: R below, at and above k); the head's
-    rows are W̃'s left singular vectors times the singular values, in descending order."""
+def test_projection_separate_products_is_the_sliced_product(rank):
+    """The head and the dropped diagonal from their own products (``separate=True``, the
+    P-major layout) are those of the one sliced product, against a float64 SVD of W̃:
+    head headᵀ is the best rank-R part of W̃ W̃ᵀ and the dropped diagonal is what is
+    left of diag(W̃ W̃ᵀ) (k = 5 columns: R below, at and above k)."""
     rng = np.random.default_rng(14)
     rows = rng.normal(size=(5, 9)) * np.array([5.0, 3.0, 2.0, 1.0, 0.5])[:, None]
     u, s, _ = np.linalg.svd(rows.T, full_matrices=False)
@@ -248,10 +248,10 @@ def test_projection_head_and_dropped_mass_match_the_svd(rank):
     best = (u[:, :keep] * s[:keep] ** 2) @ u[:, :keep].T
     with jax.enable_x64(True):
         vecs = la.gram_eigh(rows @ rows.T)[1]
-        project = jax.jit(la.project_on, static_argnums=2)
-        head, dropped = (np.asarray(a) for a in project(rows, vecs, rank))
-    assert head.shape == (rank, 9)
-    np.testing.assert_allclose(head.T @ head, best, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(dropped, np.diag(rows.T @ rows - best), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(np.abs(head[:keep]), np.abs(u[:, :keep] * s[:keep]).T, atol=1e-12)
-    assert not head[keep:].any()
+        for separate in (False, True):
+            head, dropped = (np.asarray(a) for a in la.project_on(rows, vecs, rank, separate))
+            assert head.shape == (rank, 9)
+            np.testing.assert_allclose(head.T @ head, best, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(
+                dropped, np.diag(rows.T @ rows - best), rtol=0, atol=1e-12
+            )

@@ -242,34 +242,28 @@ def gram_eigh(gram):
     return jnp.where(finite, vals, jnp.nan), jnp.where(finite, vecs, jnp.nan)
 
 
-def project_on(rows, vecs, rank):
-    """:func:`project_rank` on the eigenvectors ``vecs`` of ``W̃ᵀ W̃`` (:func:`gram_eigh`):
-    the head and the dropped diagonal from their own products (:func:`project_head`,
-    :func:`dropped_mass`).
+def project_on(rows, vecs, rank, separate=False):
+    """:func:`project_rank` on the eigenvectors ``vecs`` of ``W̃ᵀ W̃`` (:func:`gram_eigh`).
 
-    One (k, P) product sliced into head and tail copied the head out of it: 8 % of a
-    dlr step at P = 1e6 (P-major W̃); with the head's product pinned to YNNPACK
-    (:func:`project_head`) the separate products are faster at P = 881 and 2,410 too
-    (dlr-10 steps 31.8–32.1 → 30.0–30.1 µs and 187.0–188.0 → 185.6–186.2 µs).
+    ``separate=True`` takes the head and the tail from their own products
+    (:func:`project_head`, :func:`dropped_mass`) instead of slicing one product: for a
+    P-major W̃ (P = 1e6) this saves copying the head out of the product (8 % of a dlr
+    step), for k-major rows at P = 2,410 it cost 2.5 %.
     """
-    return project_head(rows, vecs, rank), dropped_mass(rows, vecs, rank)
+    if separate:
+        return project_head(rows, vecs, rank), dropped_mass(rows, vecs, rank)
+    rotated = vecs[:, ::-1].T @ rows  # (W̃ V)ᵀ, descending singular values
+    head, tail = rotated[:rank], rotated[rank:]
+    if head.shape[0] < rank:  # fewer columns than the rank: pad with zeros
+        head = jnp.pad(head, ((0, rank - head.shape[0]), (0, 0)))
+    return head, jnp.sum(tail * tail, axis=0)
 
 
 def project_head(rows, vecs, rank):
     """The head of :func:`project_rank`: ``(W̃ V[:, top R])ᵀ``, descending singular values,
-    zero-padded to ``rank`` rows.
-
-    The product is fenced by two optimisation barriers, so that XLA computes it in one
-    form whatever surrounds it: the selected eigenvectors transposed and written as a
-    small R × k matrix, times the rows as they are stored, into R × P rows. XLA:CPU hands
-    that product to YNNPACK (2.8 against 4.3 µs alone at P = 881, k = 11). Without the
-    first barrier XLA folds the transpose into the product, which Eigen then computes;
-    without the second the head's layout follows its consumer, and in the unchecked step
-    XLA wrote it P-major through Eigen (a dlr-10 step at P = 881: 41 instead of 29 µs).
-    """
+    zero-padded to ``rank`` rows."""
     k = rows.shape[0]
-    turn = jax.lax.optimization_barrier(vecs[:, ::-1][:, : min(rank, k)].T)
-    head = jax.lax.optimization_barrier(turn @ rows)
+    head = vecs[:, ::-1][:, : min(rank, k)].T @ rows
     if k < rank:  # fewer columns than the rank: pad with zeros
         head = jnp.pad(head, ((0, rank - k), (0, 0)))
     return head

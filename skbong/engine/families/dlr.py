@@ -87,9 +87,9 @@ for the P × k one (``benchmarks/bench_scaling.py``; doc/performance.rst)."""
 
 
 def _natural_step(state, prior, g, curv, alpha):
-    """The natural step's pieces: ``(mean, Υ', W̃ᵀ, W̃ᵀ W̃, eigenvectors of W̃ᵀ W̃)``,
-    before the projection (:func:`ngd`); W̃ is stored P-major from :data:`TALL_FROM`
-    parameters on."""
+    """The natural step's pieces: ``(mean, Υ', W̃ᵀ, W̃ᵀ W̃, eigenvectors of W̃ᵀ W̃, tall)``,
+    before the projection (:func:`ngd`); ``tall``: W̃ is stored P-major
+    (:data:`TALL_FROM`)."""
     root = jnp.sqrt(alpha)
     factor = root * _require_factor(curv)
     coef, rest = gradient_split(g, curv)
@@ -109,7 +109,7 @@ def _natural_step(state, prior, g, curv, alpha):
     lead = jnp.zeros((rows.shape[0] - factor.shape[1],), rows.dtype)
     coef = jnp.concatenate([lead, coef / root])  # B u = W̃ [0; u / √α]
     mean = state.mean + alpha * dlr_solve(prec_diag, rows, inner, coef, rest)
-    return mean, prec_diag, rows, gram, gram_eigh(gram)[1]
+    return mean, prec_diag, rows, gram, gram_eigh(gram)[1], tall
 
 
 def ngd(state, prior, g, curv, alpha):
@@ -121,8 +121,8 @@ def ngd(state, prior, g, curv, alpha):
     All products are written on the rows W̃ᵀ (k × P); see :mod:`..linalg` and
     :data:`TALL_FROM` for the memory layout.
     """
-    mean, prec_diag, rows, _, vecs = _natural_step(state, prior, g, curv, alpha)
-    head, dropped = project_on(rows, vecs, state.prec_lr.shape[1])
+    mean, prec_diag, rows, _, vecs, tall = _natural_step(state, prior, g, curv, alpha)
+    head, dropped = project_on(rows, vecs, state.prec_lr.shape[1], separate=tall)
     return DLRState(mean, prec_diag + dropped, head.T)
 
 
@@ -150,9 +150,9 @@ def checked_ngd(state, g, curv, keep, bound, finish=None):
     So no pass over the (P, R) factor is needed to check it; the selection of the old
     factor where the step is refused is a conditional, not an elementwise select.
     """
-    mean, prec_diag, rows, gram, vecs = _natural_step(state, None, g, curv, 1.0)
+    mean, prec_diag, rows, gram, vecs, tall = _natural_step(state, None, g, curv, 1.0)
     rank = state.prec_lr.shape[1]
-    head, dropped = project_on(rows, vecs, rank)
+    head, dropped = project_on(rows, vecs, rank, separate=tall)
     new_diag = prec_diag + dropped
     spread = jnp.trace(gram)
     ratio, extra, aux = (None, True, None) if finish is None else finish(mean)
