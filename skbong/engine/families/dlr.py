@@ -13,7 +13,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..linalg import dlr_cov_root, dlr_grams, dlr_solve, gram_eigh, project_on, unit_chol_inverse
+from ..linalg import (
+    dlr_cov_root,
+    dlr_grams,
+    dlr_solve,
+    eigh,
+    gram_eigh,
+    project_on,
+    unit_chol_inverse,
+)
 from ..program import program
 from ..types import gradient_split
 from .base import Family, finite_and_positive, sampler
@@ -234,7 +242,7 @@ def transform(state, eps):
     """
     scale = jax.lax.rsqrt(state.prec_diag)
     a = scale[:, None] * state.prec_lr
-    lam, vecs = jnp.linalg.eigh(a.T @ a)
+    lam, vecs = eigh(a.T @ a)
     root = jnp.sqrt(1.0 + jnp.maximum(lam, 0.0))
     m = (vecs * (-1.0 / (root * (1.0 + root)))[None, :]) @ vecs.T
     z = eps + ((eps @ a) @ m) @ a.T
