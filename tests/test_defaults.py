@@ -196,13 +196,21 @@ def test_auto_family_matches_bayesian_ridge_where_rank_10_does_not():
 
 
 def test_auto_family_keeps_the_variances_a_full_rank_dlr_cancels():
-    # dlr with rank >= P in float32: 1/Υ − rowsum(V²) cancels on low-noise rows and the
-    # row is refused (naming family='full'); the default's covariance takes the stream
+    # dlr with rank >= P in float32: 1/Υ − rowsum(V²) can cancel on low-noise rows, and
+    # then the row is refused (naming family='full'); the default's covariance takes the
+    # stream
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(200, 4))
     y = X @ rng.normal(size=4) + 0.3 * rng.normal(size=200)
-    with pytest.raises(NonFiniteUpdateError, match="family='full'"):
-        BongRegressor(family="dlr", obs_variance=0.001, dtype="float32", random_state=0).fit(X, y)
+    # Whether it cancels is the kernels' rounding: refused on the machines where this test
+    # was written, accepted on an NVIDIA H200 and on stop 38's 2-core AMD EPYC. Either way
+    # the contract holds: a refusal names family='full', an accepted fit has positive
+    # variances.
+    dlr = BongRegressor(family="dlr", obs_variance=0.001, dtype="float32", random_state=0)
+    try:
+        assert np.all(dlr.fit(X, y).posterior_var_ > 0)
+    except NonFiniteUpdateError as err:
+        assert "family='full'" in str(err)
     est = BongRegressor(obs_variance=0.001, dtype="float32", random_state=0).fit(X, y)
     assert est.n_skipped_ == 0 and np.all(est.posterior_var_ > 0)
     # and dtype="auto", float64 for the linear model, keeps even dlr's variances

@@ -79,7 +79,9 @@ What is injected, and what each test proves:
 
 **On other backends** the pins are not compared: they are the CPU's rounding at the
 float32 range edges, which another backend's kernels (fused multiply-adds, other
-reduction orders and factorisations) move. Everything else is asserted everywhere: each
+reduction orders and factorisations) move. Another CPU moves a few as well: the cells
+that came out differently on stop 38's machine (``E`` in :data:`PINNED`, and
+:data:`EITHER`) are compared nowhere, their contract everywhere. Everything else is asserted everywhere: each
 outcome's contract (a refused step leaves the state bitwise unchanged, an accepted one is
 finite, valid and positive definite; a refused call leaves the estimator as it was) and
 every outcome that the maths decides. On an NVIDIA H200 (jax 0.11.2) the contract held in
@@ -166,7 +168,7 @@ PINNED = {
         "full_moment": "RRRR AAIA RRRR AARA",
         "diag": "AAAA AAAA AAAA AAAA",
         "diag_moment": "RRRR AAAA RRRR AARA",
-        "dlr": "AAR AAA RAR AAA",
+        "dlr": "AAE AAA RAR AAA",
     },
     "prior 1e8, x = 1e4": {
         "full": "AARR RRRR RRRR RRRR",
@@ -176,7 +178,9 @@ PINNED = {
         "dlr": "AAR AAR RAR AAR",
     },
 }
-"""The measured outcomes of the float32 edge cases (see the module docstring)."""
+"""The measured outcomes of the float32 edge cases (see the module docstring). ``E``:
+either outcome, its contract asserted: a cell that came out differently on two CPUs
+(refused on the machine of stops ≤ 37, accepted on stop 38's AMD EPYC)."""
 
 def _expected(name, family, rule, hessian):
     """The one outcome of case ``name`` for this combination (module docstring)."""
@@ -194,7 +198,8 @@ def _expected(name, family, rule, hessian):
     if not PINNED_BACKEND:
         return None  # any outcome whose contract holds (module docstring)
     combos = [c for c in COMBOS if c[0] == family]
-    return PINNED[name][family].replace(" ", "")[combos.index((family, rule, hessian))]
+    code = PINNED[name][family].replace(" ", "")[combos.index((family, rule, hessian))]
+    return None if code == "E" else code
 
 
 MATRIX = {}  # (family, rule, hessian) -> list of outcome codes, filled by the tests
@@ -421,7 +426,8 @@ REFUSED = {
         # other rounding. Two rows on the edge of the range came out the other way, each
         # within the contract: x = 1e19 in float32 (|φ|² ≈ 3e38) now loses definiteness
         # and is refused with the belief unchanged; x = 1e30 in float64, refused before,
-        # is now accepted finite and positive definite.
+        # is now accepted finite and positive definite. (Both again the other way on
+        # stop 38's CPU: :data:`EITHER`.)
         "row 5 = 1e+19 (float32)",
         "row 5 = 1e+30 (float32)",
         "sample_weight 1e39 (inf in float32)",
@@ -471,13 +477,29 @@ in float64, and the full / dlr classifiers at prior 1e8 in float32, are not posi
 definite to working precision; the moment plain-gradient steps refuse the tiny prior and
 the duplicated columns, as in the engine matrix."""
 
+EITHER = {
+    ("BongRegressor", "full-bong-lin_hess"): {
+        "row 5 = 1e+19 (float32)",  # |φ|² ≈ 3e38: refused before, accepted on stop 38's CPU
+        "row 2 = 1e+30 (float64)",  # Σ's eigenvalue ≈ 1e-60: accepted before, refused there
+    },
+    ("BongClassifier", "dlr-bong-lin_hess"): {"prior_variance 1e+08"},  # accepted there
+}
+"""Injections whose outcome is not compared, only its contract: pinned as measured on the
+machine of stops ≤ 37 (:data:`REFUSED`), they came out the other way on stop 38's 2-core
+AMD EPYC with the same revision and packages (XLA:CPU compiles for the host's vector
+units, and these rows sit on the edge of the range). An NVIDIA H200 also flipped the
+second and the third."""
+
 
 def _expect(est, params, injection, refused):
     """Assert the pinned outcome of an injection (:data:`REFUSED`; on the CPU only: the
     callers assert the outcome's contract on every backend)."""
     if not PINNED_BACKEND:
         return
-    expected = injection in REFUSED.get((type(est).__name__, _config_name(params)), ())
+    key = (type(est).__name__, _config_name(params))
+    if injection in EITHER.get(key, ()):
+        return
+    expected = injection in REFUSED.get(key, ())
     what = {True: "refused", False: "accepted"}
     assert refused == expected, (
         f"{type(est).__name__} {_config_name(params)} {injection!r}: {what[refused]}, "
@@ -694,15 +716,24 @@ def test_dlr_variances_are_checked_once_per_call(count_checks):
 def test_dlr_cancelled_variances_refuse_the_row():
     """End to end, through the check inside the stream program: a row x = 1e4 adds
     x² = 1e8 to the precision of one direction, whose variance 1 / (1 + 1e8) cancels to
-    0 in float32 (1/Υ − V²). The call is refused, naming the cause, and the belief is
-    exactly as before."""
+    0 in float32 (1/Υ − V²). On the CPU the call is refused, naming the cause, and the
+    belief is exactly as before. Whether the difference rounds to 0 or to a tiny positive
+    variance is the kernels' rounding: on an NVIDIA H200 the step was accepted, with
+    positive variances. So elsewhere either outcome passes if its contract holds (module
+    docstring)."""
     est = BongRegressor(family="dlr", obs_variance=1.0, dtype="float32", random_state=0)
     est.partial_fit(np.array([[0.1], [0.2]]), np.array([0.0, 1.0]))
     before = [a.copy() for a in est._state]
-    with pytest.raises(NonFiniteUpdateError, match="too ill-conditioned for positive variances"):
+    try:
         est.partial_fit(np.array([[1e4]]), np.array([0.0]))
-    assert all(np.array_equal(a, b) for a, b in zip(before, est._state))
-    assert est.n_observations_ == 2
+    except NonFiniteUpdateError as err:
+        assert "too ill-conditioned for positive variances" in str(err)
+        assert all(np.array_equal(a, b) for a, b in zip(before, est._state))
+        assert est.n_observations_ == 2
+    else:
+        assert not PINNED_BACKEND, "accepted a row whose variance cancels to 0 in float32"
+        assert est.n_observations_ == 3
+        _assert_sound(est, np.array([[0.1], [1e4]]))
 
 
 def test_dlr_variance_check_catches_cancelled_variances():

@@ -669,9 +669,9 @@ MUTANTS = [
     Mutant(
         "one-row-block-in-float32",
         "skbong/_posterior.py",
-        "            blocks = _PREDICT_BLOCKS if dt is np.float64 else _PREDICT_BLOCKS[1:]",
+        "            blocks = _PREDICT_BLOCKS if dt is np.float64 else _FLOAT32_BLOCKS",
         "            blocks = _PREDICT_BLOCKS",
-        ("tests/test_sklearn_checks.py", "-k", "Poisson and subset_invariance"),
+        ("tests/test_integration.py", "-k", "float32_predictions"),
         "a lone float32 row is predicted in its own block, rounded unlike the same row in a batch",
     ),
     Mutant(
@@ -919,6 +919,30 @@ MUTANTS = [
         "        white = rows.T / prec_diag[:, None]",
         ("tests/test_combinations.py", "-k", "both_layouts"),
         "the P-major inner matrix is W̃ᵀ Υ⁻² W̃ (whitened by Υ⁻¹ instead of Υ^(−1/2))",
+    ),
+    Mutant(
+        "gpu-eigh-left-to-jacobi",
+        "skbong/engine/linalg.py",
+        "        a, cuda=_qr_eigh, default=lambda a: tuple(jnp.linalg.eigh(a))",
+        "        a, default=lambda a: tuple(jnp.linalg.eigh(a))",
+        ("tests/test_linalg.py", "-k", "qr_eigensolver"),
+        "GPU programs leave the small eigendecompositions to cuSOLVER's slower Jacobi solver",
+    ),
+    Mutant(
+        "qr-eigh-vectors-first",
+        "skbong/engine/linalg.py",
+        "    return vals, vecs\n",
+        "    return vecs, vals\n",
+        ("tests/test_linalg.py", "-k", "qr_eigensolver"),
+        "the GPU branch of eigh returns the eigenvectors where the values belong",
+    ),
+    Mutant(
+        "float32-predictions-in-8-row-blocks",
+        "skbong/_posterior.py",
+        "_FLOAT32_BLOCKS = _PREDICT_BLOCKS[2:]",
+        "_FLOAT32_BLOCKS = _PREDICT_BLOCKS[1:]",
+        ("tests/test_integration.py", "-k", "float32_predictions"),
+        "a lone float32 row is predicted in an 8-row block, other rounding than in a batch",
     ),
     Mutant(
         "dropped-mass-top-directions",
