@@ -81,15 +81,17 @@ What is injected, and what each test proves:
 float32 range edges, which another backend's kernels (fused multiply-adds, other
 reduction orders and factorisations) move. Another CPU moves a few as well: the cells
 that came out differently on stop 38's machine (``E`` in :data:`PINNED`, and
-:data:`EITHER`) are compared nowhere, their contract everywhere. Everything else is asserted everywhere: each
-outcome's contract (a refused step leaves the state bitwise unchanged, an accepted one is
-finite, valid and positive definite; a refused call leaves the estimator as it was) and
-every outcome that the maths decides. On an NVIDIA H200 (jax 0.11.2) the contract held in
-every cell; pinned edge cells of the full, diag and dlr matrices (x = 1e19, weight 1e30,
-prior 1e8) and two of the estimator table (a 1e30 row in float64, prior 1e8 for the dlr
-classifier) came out the other way, each as a refusal or as a finite, valid acceptance; and the float32 full-covariance step at |φ| = 1e6, whose
-exact Σ' has an eigenvalue ≈ 1 / |φ|² far below float32's ε, was refused there as not
-positive definite (:func:`test_huge_inputs_do_not_corrupt_the_conjugate_update`).
+:data:`EITHER`) are compared nowhere, their contract everywhere. Everything else is
+asserted everywhere: each outcome's contract (a refused step leaves the state bitwise
+unchanged, an accepted one is finite, valid and positive definite; a refused call leaves
+the estimator as it was) and every outcome that the maths decides. On an NVIDIA H200
+(jax 0.11.2) the contract held in every cell; pinned edge cells of the full, diag and
+dlr matrices (x = 1e19, weight 1e30, prior 1e8) and two of the estimator table (a 1e30
+row in float64, prior 1e8 for the dlr classifier) came out the other way, each as a
+refusal or as a finite, valid acceptance; and the float32 full-covariance step at |φ| =
+1e6, whose exact Σ' has an eigenvalue ≈ 1 / |φ|² far below float32's ε, was refused
+there as not positive definite
+(:func:`test_huge_inputs_do_not_corrupt_the_conjugate_update`).
 
 Run ``python tests/test_faults.py`` to print the engine fault matrix.
 """
