@@ -23,6 +23,7 @@ Usage: ``python benchmarks/bench_gpu.py [--data-dir DIR] [--platforms cuda,cpu]
 [--precisions default,highest] [--profile FILE] [--trace DIR] [--out FILE]``. Without a GPU it measures the CPU alone.
 """
 
+import argparse
 import json
 import os
 import subprocess
@@ -153,7 +154,7 @@ def main():
                    help="write a cProfile of 30 one-row partial_fit calls on the GPU here")
     p.add_argument("--trace", type=Path, default=None,
                    help="write jax.profiler traces (Perfetto JSON) of the GPU runs here")
-    p.add_argument("--child", type=Path, default=None, help=argparse_hidden())
+    p.add_argument("--child", type=Path, default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         return child(args.n_cnn, args.child)
@@ -211,12 +212,6 @@ def main():
     print(f"\n== µs per step, {load_note()}")
     table(out, ["run", "case", "us_per_step", "cpu/this", "extra"], {"us_per_step": "{:.1f}"})
     write_json({"runs": rows, "table": out}, "gpu.json", args.out)
-
-
-def argparse_hidden():
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 if __name__ == "__main__":

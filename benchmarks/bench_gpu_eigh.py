@@ -20,30 +20,26 @@ Usage: ``python benchmarks/bench_gpu_eigh.py [--data-dir DIR] [--variants shippe
 [--points 1e4,1e5,1e6] [--out FILE]``
 """
 
+import argparse
 import json
 import os
 import subprocess
 import sys
-import time
 from functools import partial
 from pathlib import Path
 
-from _common import ROOT, load_note, parser, table, write_json
+from _common import ROOT, load_note, min_time, parser, table, write_json
 
 FLAGS = {"cmdbuf": "--xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,"
                    "CUDNN,WHILE,CONDITIONAL --xla_gpu_graph_min_graph_size=1"}
 
 
 def _best(run, repeats=5):
+    """Fastest of ``repeats`` warm calls of ``run`` (its first call compiles)."""
     import jax
 
     jax.block_until_ready(run())
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(run())
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return min_time(lambda: jax.block_until_ready(run()), repeats)[0]
 
 
 def child(variant, data_dir, points):
@@ -91,7 +87,7 @@ def main():
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--variants", default="shipped,jacobi,cmdbuf")
     p.add_argument("--points", default="1e4,1e5,1e6", help="approximate P of the dlr streams")
-    p.add_argument("--child", default=None, help=argparse_hidden())
+    p.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         return child(args.child, args.data_dir, [float(v) for v in args.points.split(",")])
@@ -119,12 +115,6 @@ def main():
     table(out, ["variant", "device", "case", "static_us", "traced_us", "vs_shipped"],
           {"static_us": "{:.1f}", "traced_us": "{:.1f}"})
     write_json({"rows": out}, "gpu_eigh.json", args.out)
-
-
-def argparse_hidden():
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ squares on the log-log points of each family.
 Usage: ``python benchmarks/bench_scaling.py [--quick] [--out FILE]``
 """
 
+import argparse
 import json
 import os
 import subprocess
@@ -144,7 +145,7 @@ def fit_exponent(rows):
 
 def main():
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--point", nargs=2, metavar=("FAMILY", "P"), help=argparse_hidden())
+    p.add_argument("--point", nargs=2, metavar=("FAMILY", "P"), help=argparse.SUPPRESS)
     p.add_argument("--families", default="diag,dlr,full")
     args = p.parse_args()
     if args.point:
@@ -186,12 +187,6 @@ def main():
               "the state (target ≤ 3×)")
     write_json({"rows": rows, "exponents": exps, "load_after": load_note()},
                "scaling_quick.json" if args.quick else "scaling.json", args.out)
-
-
-def argparse_hidden():
-    import argparse
-
-    return argparse.SUPPRESS
 
 
 if __name__ == "__main__":
