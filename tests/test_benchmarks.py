@@ -1,4 +1,4 @@
-"""The profiling benchmark times the computation it claims to.
+"""The benchmarks time the computation they claim to.
 
 ``benchmarks/bench_profile.py`` removes pieces of the stream step (the validity check,
 the prequential outputs) to attribute their cost. On a stream where no update is
@@ -6,6 +6,9 @@ refused, removing them must not change the posterior: every variant must end whe
 ``engine.run_stream`` ends (XLA may fuse the variants differently, so equality is to a
 few float32 ulps of the state's scale, not bitwise), and the loop-only variant must
 leave the belief untouched.
+
+``benchmarks/bench_scaling.py --batch B`` streams B rows per step and counts every row
+in its observations per second.
 """
 
 import importlib.util
@@ -16,19 +19,30 @@ import jax
 import numpy as np
 import pytest
 
+from skbong import engine as E
+
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
-@pytest.fixture(scope="module")
-def profile_module():
+def _load(name):
     sys.path.insert(0, str(BENCH))
     try:
-        spec = importlib.util.spec_from_file_location("bench_profile", BENCH / "bench_profile.py")
+        spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         yield module
     finally:
         sys.path.remove(str(BENCH))
+
+
+@pytest.fixture(scope="module")
+def profile_module():
+    yield from _load("bench_profile")
+
+
+@pytest.fixture(scope="module")
+def scaling_module():
+    yield from _load("bench_scaling")
 
 
 def test_profile_variants_compute_the_shipped_update(profile_module):
@@ -51,3 +65,16 @@ def test_profile_variants_compute_the_shipped_update(profile_module):
     idle, _ = bp.run(cfg, bp.VARIANTS["loop only"], state, mean0, hyper, xs, ys, ws, key)
     for got, want in zip(idle, state, strict=True):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_scaling_mini_batches_count_every_row(scaling_module):
+    steps, batch = 4, 3
+    args, n_params = scaling_module.stream_args("dlr", 1e3, steps, batch)
+    xs, ys, ws = args[4:7]
+    assert xs.shape[:2] == ys.shape[:2] == ws.shape == (steps, batch)
+    _, log_lik, _, ok = E.run_stream(*args)
+    assert np.asarray(log_lik).shape == (steps, batch) and np.all(np.asarray(ok))
+    row = scaling_module.point("dlr", 1e3, steps, 1, batch)
+    assert row["batch"] == batch and row["P"] == n_params
+    # one step of B rows: observations per second = B / (seconds per step)
+    np.testing.assert_allclose(row["obs_per_s"] * row["us_per_step"] * 1e-6, batch, rtol=1e-9)

@@ -1008,6 +1008,22 @@ MUTANTS = [
         ("tests/test_linalg.py", "-k", "dlr_solve"),
         "the dlr solve's Υ⁻¹ W̃ y multiplies by Υ where it must divide",
     ),
+    Mutant(
+        "scaling-obs-per-step-not-per-row",
+        "benchmarks/bench_scaling.py",
+        '"obs_per_s": steps * batch / best,',
+        '"obs_per_s": steps / best,',
+        ("tests/test_benchmarks.py", "-k", "scaling"),
+        "bench_scaling --batch B reports steps per second as observations per second",
+    ),
+    Mutant(
+        "scaling-batch-ignored",
+        "benchmarks/bench_scaling.py",
+        "size=(steps, batch, d)",
+        "size=(steps, 1, d)",
+        ("tests/test_benchmarks.py", "-k", "scaling"),
+        "bench_scaling --batch B streams one row per step",
+    ),
 ]
 
 
