@@ -5,6 +5,8 @@ unchanged, and any chunking of a stream must reproduce the same keys and hence t
 same result.
 """
 
+import importlib
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -138,3 +140,26 @@ def test_importing_skbong_leaves_jax_config_alone():
     code = "import jax; before = jax.config.jax_enable_x64; import skbong; print(before, jax.config.jax_enable_x64)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_results_are_fetched_together_off_the_cpu(monkeypatch):
+    """On an accelerator every chunk's outputs and soundness flag, and the last chunk's
+    belief, start their device-to-host copies before the first conversion waits (seven
+    copies in turn were half of a one-row ``partial_fit`` on an H200); on the CPU
+    nothing is asked of them. Patched: the backend's name and the arrays'
+    ``copy_to_host_async``."""
+    from jax._src.array import ArrayImpl
+
+    stream_mod = importlib.import_module("skbong.engine.stream")
+    cfg, state, mean0, hyper, x, y, w = _problem(n=600, dtype=np.float32)  # 512 + 88 steps
+    fetched = []
+    monkeypatch.setattr(ArrayImpl, "copy_to_host_async", lambda a: fetched.append(a))
+    args = (cfg, state, mean0, hyper, x, y, w, 1, 0, jax.random.PRNGKey(0))
+    E.stream(*args, checked=True)
+    assert fetched == []  # the CPU: a conversion copies nothing
+    monkeypatch.setattr(stream_mod.jax, "default_backend", lambda: "gpu")
+    new = E.stream(*args, checked=True)[0]
+    per_chunk = [(512, 1), (512, 1, 1), (512,), ()]  # log_lik, f, ok of each step; the flag
+    belief = jax.tree_util.tree_leaves(new)
+    assert [a.shape for a in fetched] == per_chunk * 2 + [a.shape for a in belief]
+    assert all(a is b for a, b in zip(fetched[-len(belief):], belief))  # the call's result

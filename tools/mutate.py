@@ -1024,6 +1024,30 @@ MUTANTS = [
         ("tests/test_benchmarks.py", "-k", "scaling"),
         "bench_scaling --batch B streams one row per step",
     ),
+    Mutant(
+        "fetch-early-skipped",
+        "skbong/engine/stream.py",
+        "        _fetch_early((outs, flag, state if last else ()))",
+        "        pass",
+        ("tests/test_stream.py", "-k", "fetched"),
+        "an accelerator's results are converted one transfer after another",
+    ),
+    Mutant(
+        "fetch-early-on-cpu",
+        "skbong/engine/stream.py",
+        'if jax.default_backend() != "cpu":',
+        "if True:",
+        ("tests/test_stream.py", "-k", "fetched"),
+        "the CPU's results are asked for host copies too",
+    ),
+    Mutant(
+        "fetch-early-every-belief",
+        "skbong/engine/stream.py",
+        "state if last else ()",
+        "state",
+        ("tests/test_stream.py", "-k", "fetched"),
+        "every chunk's belief is copied to the host, not only the call's last",
+    ),
 ]
 
 

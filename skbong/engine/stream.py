@@ -309,6 +309,16 @@ def step_buffer(a, first, length, batch_size):
     return rows.reshape(size, batch_size, *a.shape[1:])
 
 
+def _fetch_early(results):
+    """Start the device-to-host copies of a program's results (a tree of JAX arrays) together, so
+    that the numpy conversions after it wait for the transfers once instead of one
+    after another (on a GPU, 7 of them cost about 3.3 ms of a one-row ``partial_fit``).
+    Nothing on the CPU, where a conversion copies nothing."""
+    if jax.default_backend() != "cpu":
+        for a in jax.tree_util.tree_leaves(results):
+            a.copy_to_host_async()
+
+
 def stream(
     config,
     state,
@@ -346,11 +356,13 @@ def stream(
     run = run_bank if bank else run_stream_checked if checked else run_stream
     for length in chunk_plan(n_steps):
         chunk = [step_buffer(a, start, length, batch_size) for a in (x, y, w)]
-        final = (start + length == n_steps,) if checked else ()
+        last = start + length == n_steps
+        final = (last,) if checked else ()
         state, log_lik, f, ok, *flag = run(
             config, state, mean0, hyper, *chunk, step0 + start, key, length, *final
         )
         outs = (log_lik, f, ok)
+        _fetch_early((outs, flag, state if last else ()))
         if bank:  # steps first: (T, K, ...)
             outs = tuple(np.moveaxis(np.asarray(a), 1, 0) for a in outs)
         parts.append(tuple(np.asarray(a)[:length] for a in outs))
