@@ -5,7 +5,6 @@ configuration and rates, and training to convergence one compiled epoch at a tim
 import warnings
 from numbers import Integral, Real
 
-import jax
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
@@ -291,9 +290,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         with self._x64():
             hyper = self._hyper(config, n_data, obs_var)
             if self._solver_state is None:
-                key = jax.random.fold_in(jax.random.PRNGKey(self._seed), 0)
-                mean0 = config.model.flat_init(key, dt)
-                state = epochs.init_state(config, np.asarray(mean0), hyper)
+                state = epochs.prior(config, self._seed, hyper, dt)
             else:
                 state = self._solver_kind(*self._solver_state)
             epochs_to_run = 1 if incremental else int(self.max_iter)

@@ -1048,6 +1048,14 @@ MUTANTS = [
         ("tests/test_stream.py", "-k", "fetched"),
         "every chunk's belief is copied to the host, not only the call's last",
     ),
+    Mutant(
+        "variational-prior-eager",
+        "skbong/_variational_base.py",
+        "state = epochs.prior(config, self._seed, hyper, dt)",
+        "state = epochs.prior.__wrapped__(config, self._seed, hyper, np.dtype(dt))",
+        ("tests/test_variational.py", "-k", "first_fit_compiles"),
+        "the variational prior runs eagerly, one program per operation",
+    ),
 ]
 
 

@@ -125,6 +125,15 @@ def init_state(config, mean, hyper):
     return solvers.solver(config).init(mean, hyper)
 
 
+@program(static_argnames=("config", "dtype"))
+def prior(config, seed, hyper, dtype):
+    """q₀ of ``config.solver`` from the model's initialiser (``fold_in(PRNGKey(seed), 0)``,
+    as :func:`skbong.engine.prior`), in one program: a first ``fit`` compiles one small
+    program here, not one per operation of the initialiser."""
+    key = jax.random.fold_in(jax.random.PRNGKey(seed), 0)
+    return solvers.solver(config).init(config.model.flat_init(key, dtype), hyper)
+
+
 @program(static_argnames=("config",))
 def posterior_and_kl(config, state, hyper):
     """The posterior q (MeanCov or DLRState) and KL(q ‖ prior)."""
