@@ -155,6 +155,7 @@ def test_results_are_fetched_together_off_the_cpu(monkeypatch):
     fetched = []
     monkeypatch.setattr(ArrayImpl, "copy_to_host_async", lambda a: fetched.append(a))
     args = (cfg, state, mean0, hyper, x, y, w, 1, 0, jax.random.PRNGKey(0))
+    monkeypatch.setattr(stream_mod.jax, "default_backend", lambda: "cpu")
     E.stream(*args, checked=True)
     assert fetched == []  # the CPU: a conversion copies nothing
     monkeypatch.setattr(stream_mod.jax, "default_backend", lambda: "gpu")
