@@ -27,8 +27,6 @@ import pytest
 from skbong import enable_compilation_cache
 
 _ENV = "SKBONG_TEST_JAX_CACHE"
-
-
 _FAST_COMPILE = "--xla_backend_optimization_level=0"
 
 

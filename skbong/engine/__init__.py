@@ -15,7 +15,7 @@ from . import noise
 from .curvature import ESTIMATORS
 from .families import FAMILIES, DLRState, MeanCov
 from .likelihoods import LIKELIHOODS
-from .models import MLP, UserModel
+from .models import MLP, UserModel, seeded_init
 from .noise import NoiseState
 from .predictive import (
     PREDICTIVES,
@@ -73,8 +73,7 @@ def prior(config, seed, prior_var, dtype):
     state : family state
         The prior belief.
     """
-    key = jax.random.fold_in(jax.random.PRNGKey(seed), 0)
-    mean0 = config.model.flat_init(key, dtype)
+    mean0 = seeded_init(config.model, seed, dtype)
     return mean0, init_state(config, mean0, jnp.asarray(prior_var, dtype))
 
 

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 
 from . import solvers
+from .models import seeded_init
 from .program import program
 
 
@@ -127,11 +128,10 @@ def init_state(config, mean, hyper):
 
 @program(static_argnames=("config", "dtype"))
 def prior(config, seed, hyper, dtype):
-    """q₀ of ``config.solver`` from the model's initialiser (``fold_in(PRNGKey(seed), 0)``,
+    """:func:`init_state` from the model's initial parameters (:func:`.models.seeded_init`,
     as :func:`skbong.engine.prior`), in one program: a first ``fit`` compiles one small
     program here, not one per operation of the initialiser."""
-    key = jax.random.fold_in(jax.random.PRNGKey(seed), 0)
-    return solvers.solver(config).init(config.model.flat_init(key, dtype), hyper)
+    return init_state(config, seeded_init(config.model, seed, dtype), hyper)
 
 
 @program(static_argnames=("config",))

@@ -163,6 +163,13 @@ class MLP:
         return np.concatenate(parts)
 
 
+def seeded_init(model, seed, dtype):
+    """The model's initial parameters θ₀ (flat, (P,)) from the estimator's ``seed``, with
+    the key ``fold_in(PRNGKey(seed), 0)``: the prior mean of the streaming estimators and
+    the starting mean of the batch solvers."""
+    return model.flat_init(jax.random.fold_in(jax.random.PRNGKey(seed), 0), dtype)
+
+
 def is_linear(model):
     """Whether ``model`` is the linear (or logistic) model: an :class:`MLP` without
     hidden layers (not a network, not a user model)."""
