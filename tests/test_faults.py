@@ -637,9 +637,10 @@ def test_backtrack_zero_is_the_published_step_and_too_few_halvings_still_refuse(
 @pytest.fixture
 def count_checks(monkeypatch):
     """``count(name)`` patches the family ``name`` so that its in-program ``end_check``
-    and its ``host_check`` record each run; returns the two lists. JAX's caches are
-    cleared on both sides, so that no program compiled with the real check is reused
-    and none compiled with the counting one outlives the test."""
+    and its ``host_check`` record each run; returns the two lists. The checked stream's
+    compiled programs (the only ones that read ``end_check``, when traced) are dropped
+    on both sides, so that none compiled with the real check is reused and none
+    compiled with the counting one outlives the test; the worker's other programs stay."""
 
     def count(name):
         calls, host = [], []
@@ -656,11 +657,11 @@ def count_checks(monkeypatch):
         monkeypatch.setitem(
             E.FAMILIES, name, family._replace(end_check=end_check, host_check=host_check)
         )
-        jax.clear_caches()
+        E.run_stream_checked.clear_cache()
         return calls, host
 
     yield count
-    jax.clear_caches()
+    E.run_stream_checked.clear_cache()
 
 
 def test_positive_definiteness_is_checked_once_per_call(count_checks, monkeypatch):
@@ -680,7 +681,7 @@ def test_positive_definiteness_is_checked_once_per_call(count_checks, monkeypatc
     fit_in_three_calls()  # a small belief (P = 5): no branch, a check per chunk
     assert (len(calls), host) == (4, [])
     monkeypatch.setattr(STREAM, "BRANCH_FROM", 0)
-    jax.clear_caches()  # the threshold is read when the program is traced
+    E.run_stream_checked.clear_cache()  # the threshold is read when the program is traced
     calls.clear()
     fit_in_three_calls()
     assert (len(calls), host) == (3, [])

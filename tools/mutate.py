@@ -701,7 +701,7 @@ MUTANTS = [
     Mutant(
         "end-check-on-every-chunk",
         "skbong/engine/stream.py",
-        "        final = (start + length == n_steps,) if checked else ()",
+        "        final = (last,) if checked else ()",
         "        final = (True,) if checked else ()",
         ("tests/test_faults.py", "-k", "checked_once"),
         "every chunk of a call pays the end check, not only its last",
@@ -709,7 +709,7 @@ MUTANTS = [
     Mutant(
         "end-check-never-on-the-last-chunk",
         "skbong/engine/stream.py",
-        "        final = (start + length == n_steps,) if checked else ()",
+        "        final = (last,) if checked else ()",
         "        final = (False,) if checked else ()",
         ("tests/test_faults.py", "-k", "checked_once or definite or cancelled"),
         "the belief's end check never runs: an indefinite Σ or cancelled dlr variances are accepted",
