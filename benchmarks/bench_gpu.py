@@ -7,8 +7,9 @@ configuration of a process that imports skbong). In each:
 * **CNN** (the BONG paper's MNIST network, ``benchmarks/paper/mnist_cnn.py``; BONG,
   LIN-HESS, dlr-10, σ₀² = 0.01, float32): ``BongClassifier.fit`` on the first
   ``--n-cnn`` training images, once to compile and once warm (µs per image of the warm
-  fit: the compiled stream, one image per step), the median of 30 one-row
-  ``partial_fit`` calls after a warm-up, and the plugin accuracy on 1,000 test images.
+  fit: the compiled stream, one image per step), the median of 50 one-row
+  ``partial_fit`` calls after a warm-up (``bench_gpu_calls.py``), and the plugin
+  accuracy on 1,000 test images.
   The fitted posterior mean is written out, and the parent reports its largest
   difference between the processes, relative to the CPU's (the same stream, so only
   rounding separates them).
@@ -40,21 +41,16 @@ DATA = (ROOT.parent / ".." / "shared" / "data").resolve()
 
 
 def _cnn(n_train, out_dir):
-    """Fit the paper's CNN with dlr-10 on this process's platform; dict of figures."""
+    """Fit the paper's CNN with dlr-10 on this process's platform; dict of figures (the
+    one-image ``partial_fit`` as ``bench_gpu_calls.py`` times it)."""
     import jax
-    from mnist_cnn import cnn_apply, cnn_init, load
+    from bench_gpu_calls import cnn_calls, cnn_estimator
+    from mnist_cnn import load
 
-    from skbong import BongClassifier
-
-    Xtr, ytr, Xte, yte = load(Path(os.environ["BENCH_DATA"]))
+    mnist = load(Path(os.environ["BENCH_DATA"]))
+    Xtr, ytr, Xte, yte = mnist
     X, y = Xtr[:n_train], ytr[:n_train]
-
-    def make():
-        return BongClassifier(model=(cnn_init, cnn_apply), family="dlr", rank=10,
-                              hessian="lin_hess", rule="bong", prior_variance=0.01,
-                              dtype="float32", random_state=0)
-
-    est = make()
+    est = cnn_estimator()
     t0 = time.perf_counter()
     est.fit(X, y)
     first = time.perf_counter() - t0
@@ -64,26 +60,11 @@ def _cnn(n_train, out_dir):
     _trace("cnn", lambda: est.fit(X, y))
     acc = float(np.mean(est.predict(Xte[:1000]) == yte[:1000]))
     np.save(out_dir / "cnn_mean.npy", np.asarray(est.posterior_mean_, np.float64))
-    one = make().partial_fit(X[:1], y[:1], classes=np.arange(10))
-    times = []
-    for t in range(n_train, n_train + 40):
-        t0 = time.perf_counter()
-        one.partial_fit(Xtr[t:t + 1], ytr[t:t + 1])
-        times.append(time.perf_counter() - t0)
-    if os.environ.get("BENCH_PROFILE") and jax.devices()[0].platform == "gpu":
-        import cProfile
-        import pstats
-
-        prof = cProfile.Profile()
-        prof.enable()
-        for t in range(n_train + 40, n_train + 70):
-            one.partial_fit(Xtr[t:t + 1], ytr[t:t + 1])
-        prof.disable()
-        with open(os.environ["BENCH_PROFILE"], "w") as f:
-            pstats.Stats(prof, stream=f).sort_stats("tottime").print_stats(40)
+    gpu = jax.devices()[0].platform == "gpu"
+    calls = cnn_calls(mnist, os.environ.get("BENCH_PROFILE") if gpu else None)
     return {"n_train": n_train, "fit_first_s": first, "fit_warm_s": warm,
             "us_per_image_fit": warm / n_train * 1e6,
-            "us_per_partial_fit": float(np.median(times[10:])) * 1e6,
+            "us_per_partial_fit": calls["cnn_partial_fit_us"],
             "accuracy_1000": acc, "device": str(jax.devices()[0])}
 
 
