@@ -12,14 +12,15 @@ new shapes), so the test processes compile with two XLA:CPU options added to
 ``--xla_backend_optimization_level=0`` (no LLVM optimisation) and
 ``--xla_cpu_use_fusion_emitters=false`` (XLA's elemental emitters instead of its MLIR
 fusion emitters, which took most of the rest: the 13 stream programs of the default
-classifier's scikit-learn checks compiled in 3.4 instead of 9.7 s). The programs are the same XLA programs; only their code generation differs,
-and with it the last bits of some results (fused multiply-adds, reduction orders), which
-every tolerance here must absorb anyway. On the 2-core machine the suite took 1,228 s
-with XLA's defaults, 887 s with the first option (stop 40) and 543 s with both (stop
-41). ``SKBONG_TEST_XLA_DEFAULT=1`` keeps XLA's default code generation, the users'; a
-flag the user already set in ``XLA_FLAGS`` is kept too. The suite passes both ways.
-(The fusion emitters are not turned off for users: their programs run up to 2.2×
-slower without them, doc/performance.rst.)
+classifier's scikit-learn checks compiled in 3.4 instead of 9.7 s). The programs are
+the same XLA programs; only their code generation differs, and with it the last bits of
+some results (fused multiply-adds, reduction orders), which every tolerance here must
+absorb anyway. On the 2-core machine the suite took 1,228 s with XLA's defaults, 887 s
+with the first option (stop 40) and 543–650 s with both (stop 41).
+``SKBONG_TEST_XLA_DEFAULT=1`` keeps XLA's default code generation, the users'; a flag
+the user already set in ``XLA_FLAGS`` is kept too. The suite passes both ways. (The
+fusion emitters are not turned off for users: their programs run up to 2.2× slower
+without them, doc/performance.rst.)
 """
 
 import collections
