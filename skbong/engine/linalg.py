@@ -273,15 +273,7 @@ def project_on(rows, vecs, rank, separate=False):
     (:func:`project_head`, :func:`dropped_mass`) instead of slicing one product: for a
     P-major W̃ (P = 1e6) this saves copying the head out of the product (8 % of a dlr
     step), for k-major rows at P = 2,410 it cost 2.5 %.
-
-    Where one direction is dropped (k = R + 1: BONG with one output), the head is
-    reflected out (:func:`reflect_out`) instead of rotated: the same rank-R part in
-    another basis, for one product with a vector instead of a k × R × P product (a
-    dlr-10 step at P = 881 48.5–49.1 → 41.8–42.7 µs; P = 1e5 and 1e6 unchanged within
-    the noise). ``separate`` then says which layout the head is written in.
     """
-    if rows.shape[0] == rank + 1:  # one direction dropped (C = 1): a reflection suffices
-        return reflect_out(rows, vecs[:, 0], tall=separate)
     if separate:
         return project_head(rows, vecs, rank), dropped_mass(rows, vecs, rank)
     rotated = vecs[:, ::-1].T @ rows  # (W̃ V)ᵀ, descending singular values
@@ -289,52 +281,6 @@ def project_on(rows, vecs, rank, separate=False):
     if head.shape[0] < rank:  # fewer columns than the rank: pad with zeros
         head = jnp.pad(head, ((0, rank - head.shape[0]), (0, 0)))
     return head, jnp.sum(tail * tail, axis=0)
-
-
-def reflect_out(rows, vec, tall=False):
-    """:func:`project_rank` when one direction is dropped (k = R + 1), without the
-    k × R rotation: ``vec`` is the unit eigenvector v of W̃ᵀ W̃'s smallest eigenvalue.
-
-    The Householder reflection H = I − 2 u uᵀ / uᵀu, u = v + s e_k (s = ±1, the sign of
-    v_k, so that uᵀu = 2 (1 + |v_k|) does not cancel), maps v to −s e_k; H is symmetric
-    and orthogonal, so its first k − 1 columns span v⊥ and its last is −s v. Then
-    W̃ H = [head, −s t] with t = W̃ v, and
-
-    ``head = W̃[:, :k−1] − c v[:k−1]ᵀ``, ``c = (t + s W̃[:, k−1]) / (1 + |v_k|)``,
-
-    whose outer product head headᵀ = W̃ (I − v vᵀ) W̃ᵀ is the same rank-R part of
-    W̃ W̃ᵀ as :func:`project_head`'s W̃ V[:, top R] (any basis of v⊥ gives it), and
-    head headᵀ + t tᵀ = W̃ W̃ᵀ to rounding. It takes one product with v (the dropped
-    column t, needed for its squares anyway) and one elementwise pass, where the
-    rotation takes a k × R × P product: the head's columns are then not the singular
-    vectors of the new factor, which nothing uses (the next step's Gram matrix is a
-    full k × k product either way). |head| ≤ 3 max‖W̃ᵢ‖ entrywise (|t|, |W̃[:, k−1]| ≤
-    ‖W̃ᵢ‖, ‖v‖ = 1).
-
-    Parameters
-    ----------
-    rows : array (k, P)
-        ``W̃ᵀ``.
-    vec : array (k,)
-        The unit eigenvector of W̃ᵀ W̃ to drop.
-    tall : bool
-        The rows are the transpose of a P-major (P, k) array: the head is computed
-        P-major, so that its transpose, the new factor, is a view.
-
-    Returns
-    -------
-    head : array (k − 1, P)
-        The rows of the new low-rank factor.
-    dropped : array (P,)
-        ``t²``, to add to the diagonal.
-    """
-    tail = vec @ rows  # t = W̃ v
-    last = vec[-1]
-    sign = jnp.where(last >= 0, 1.0, -1.0).astype(rows.dtype)
-    coef = (tail + sign * rows[-1]) / (1.0 + jnp.abs(last))
-    if tall:  # W̃ stored P-major: the head is written P-major too
-        return (rows.T[:, :-1] - coef[:, None] * vec[None, :-1]).T, tail * tail
-    return rows[:-1] - vec[:-1, None] * coef[None, :], tail * tail
 
 
 def project_head(rows, vecs, rank):

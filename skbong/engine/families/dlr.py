@@ -147,11 +147,9 @@ def checked_ngd(state, g, curv, keep, bound, finish=None):
     * the eigenvectors V of W̃ᵀW̃ are finite and tr(W̃ᵀW̃) ≤ M / k³ (M the largest
       float, k the columns of W̃): every column of W̃ᵀ then has ‖·‖ ≤ √tr, so each entry
       of W'ᵀ = V[:, :R]ᵀ W̃ᵀ, a sum of k products with |Vᵢⱼ| ≤ 1 + O(ε), is at most
-      about k √tr < M (with one column dropped, the reflected head of
-      :func:`~..linalg.reflect_out`: at most 3 √tr). A finite trace also certifies
-      that W̃ itself is finite (a sum of its squared entries). Beyond ``is_valid`` this
-      refuses only a precision whose squared factor entries sum past M / k³ (1e34 in
-      float32 with k = 11).
+      about k √tr < M. A finite trace also certifies that W̃ itself is finite (a sum of
+      its squared entries). Beyond ``is_valid`` this refuses only a precision whose
+      squared factor entries sum past M / k³ (1e34 in float32 with k = 11).
 
     With ``finish`` (learned noise) the covariance is scaled by the c that ``finish(μ')``
     returns, as :func:`scale` does: Υ' / c is checked itself, and tr(W̃ᵀW̃) / c ≤ M / k³
