@@ -41,11 +41,11 @@ What is injected, and what each test proves:
     survives depends on its order of operations (the Woodbury forms with the split
     gradient survive where a formed precision or its inverse overflows or loses
     definiteness), not on the maths, so these outcomes are pinned cell by cell as
-    measured (:data:`PINNED`, CPU, the test processes' code generation): a change of which rows are
-    refused fails and must be looked at. Where the maths decides, the pins agree with it:
-    the diagonal natural family accepts weight 1e30 and prior 1e8 (elementwise
-    precisions 1 + α w c φᵢ² and 1e-8 + α c φᵢ², finite), the moment families refuse
-    x = 1e19, weight 1e30 and the natural steps at prior 1e8 (variances
+    measured (:data:`PINNED`, CPU, the test processes' code generation): a change of
+    which rows are refused fails and must be looked at. Where the maths decides, the
+    pins agree with it: the diagonal natural family accepts weight 1e30 and prior 1e8
+    (elementwise precisions 1 + α w c φᵢ² and 1e-8 + α c φᵢ², finite), the moment
+    families refuse x = 1e19, weight 1e30 and the natural steps at prior 1e8 (variances
     σ₀² − α' c w φᵢ² σ₀⁴ < 0).
 * ``dlr`` and ``diag`` are positive definite by construction: Υ > 0 and finite W give a
   precision Υ + W Wᵀ whose scaled form I + A Aᵀ (A = Υ^{-1/2} W) has every eigenvalue ≥ 1.
@@ -184,8 +184,8 @@ PINNED = {
 either outcome, its contract asserted: a cell that came out differently on two CPUs
 (refused on the machine of stops ≤ 37, accepted on stop 38's AMD EPYC) or with two of
 XLA:CPU's code generators (dlr's BONG MC-EF at weight 1e30: refused with XLA's default
-fusion emitters, accepted with the elemental emitters the test processes
-compile with, ``tests/conftest.py``)."""
+fusion emitters, accepted with the elemental emitters the test processes compile with,
+``tests/conftest.py``)."""
 
 def _expected(name, family, rule, hessian):
     """The one outcome of case ``name`` for this combination (module docstring)."""
