@@ -8,6 +8,11 @@ next to the size of the belief (the state), and the warm time per step of a comp
 ``E.run_stream`` chunk (min of repeats). The exponent of time ∝ P^e is fitted by least
 squares on the log-log points of each family.
 
+Each point also records the minor page faults of one timed call and ``GLIBC_TUNABLES``:
+at P = 1e6 a call's buffers are fresh ``mmap`` pages, faulted in 4 KiB at a time, unless
+glibc backs them with huge pages (``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``;
+doc/performance.rst).
+
 ``--batch B`` streams mini-batches of B rows per step (one update per batch, the
 estimators' ``batch_size``; default 1, the paper's setting): the time per step grows with
 B and the observations per second count every row.
@@ -19,6 +24,7 @@ Usage: ``python benchmarks/bench_scaling.py [--quick] [--families F,...] [--batc
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -102,11 +108,13 @@ def point(family, p, steps, repeats, batch=1):
     del out
     kib_warm = _status_kib("VmRSS")
     reset = _reset_peak()
-    best = float("inf")
+    best, faults = float("inf"), []
     for _ in range(repeats):
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t0 = time.perf_counter()
         out = jax.block_until_ready(E.run_stream(*args))
         best = min(best, time.perf_counter() - t0)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
         del out
     peak = _status_kib("VmHWM")
     dev = jax.devices()[0]
@@ -126,6 +134,8 @@ def point(family, p, steps, repeats, batch=1):
         "peak_over_warm_mb": (peak - kib_warm) / 1024 if reset else None,
         "peak_over_start_mb": (peak - kib0) / 1024,
         "peak_reset": reset,
+        "minor_faults_per_call": int(np.median(faults)),
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
     }
 
 

@@ -244,6 +244,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
                 ),
                 state=state,
                 sampled=kind == "mc",
+                jacobians=int(kind == "linmc"),
             )
             m, v = m[:, 0].astype(np.float64), v[:, 0].astype(np.float64)
             mean, second = mean + wt * m, second + wt * (v + m * m)
@@ -307,7 +308,9 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         over f: Gauss–Hermite nodes for ``linmc``, parameter samples for ``mc``, the
         single plug-in value for ``plugin``."""
         if kind == "linmc":
-            m, v = self._predict_rows(X, engine.predictive.predict_output_moments, state=state)
+            m, v = self._predict_rows(
+                X, engine.predictive.predict_output_moments, state=state, jacobians=1
+            )
             t, w = np.polynomial.hermite.hermgauss(_HERMITE_NODES)
             f = m[:, 0].astype(np.float64) + np.sqrt(2.0 * v[:, 0].astype(np.float64)) * t[:, None]
             return f, np.log(w / np.sqrt(np.pi))

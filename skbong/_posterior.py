@@ -41,6 +41,28 @@ three alternating runs of 400 calls: 175–285 µs in 8 rows, 244–299 µs in 1
 program fewer per predictive."""
 
 
+_BLOCK_ELEMENTS = 2**23
+"""The most elements a block's per-row Jacobians may hold (32 MB in float32): the
+linearised moments form J (C × P) for every row of a block, padding rows included, so a
+block of b rows holds b C P numbers. A predictive that forms them runs the blocks of
+:data:`_PREDICT_BLOCKS` / :data:`_FLOAT32_BLOCKS` that fit, or else one block size for
+every call, the largest of 1, 8 that fits (1 if none: in float32 one size keeps a row's
+prediction independent of the rows it is predicted with). At P = 1e6 (dlr-10 network
+regressor, float32) a one-row ``predict(X, return_std=True)`` computed 128 Jacobians,
+512 MB, in 0.73–0.85 s; in 8-row blocks it takes about 70 ms (doc/performance.rst)."""
+
+
+def _blocks(dt, row_elements):
+    """The row blocks of a predictive in dtype ``dt`` whose programs hold
+    ``row_elements`` numbers per row (0: nothing that grows with P); see
+    :data:`_BLOCK_ELEMENTS`."""
+    blocks = _PREDICT_BLOCKS if dt is np.float64 else _FLOAT32_BLOCKS
+    fit = tuple(b for b in blocks if b * row_elements <= _BLOCK_ELEMENTS)
+    if fit:
+        return fit
+    return (max([b for b in _PREDICT_BLOCKS[:2] if b * row_elements <= _BLOCK_ELEMENTS], default=1),)
+
+
 def _check_fitted(est):
     """``check_is_fitted(est, "_state")``, without scikit-learn's tag lookup once fitted
     (about 10 µs of every one-row call)."""
@@ -253,9 +275,13 @@ class PosteriorMixin:
 
     def _publish(self, config):
         """Expose the belief as numpy fitted attributes (``posterior_var_`` on first access)."""
-        self.posterior_mean_ = sum(
-            wt * np.asarray(st[0], np.float64) for wt, st, _ in self._components()
-        ).astype(self._state[0].dtype)
+        parts = self._components()
+        if len(parts) == 1:  # the same numbers as the sum below (weight 1), without it
+            self.posterior_mean_ = np.array(parts[0][1][0], self._state[0].dtype)
+        else:
+            self.posterior_mean_ = sum(
+                wt * np.asarray(st[0], np.float64) for wt, st, _ in parts
+            ).astype(self._state[0].dtype)
         self._posterior_var, self._fitted_config = None, config
         if self.model is None and not self._hidden:
             d, c = self.n_features_in_, self._n_out
@@ -322,11 +348,16 @@ class PosteriorMixin:
             return memo[2] if memo[1] is None else memo[2][0]
         return self._state_class()(*(np.asarray(a, dt) for a in parts))
 
-    def _predict_rows(self, X, fn, state=None, sampled=False, validated=False, **kw):
+    def _predict_rows(
+        self, X, fn, state=None, sampled=False, validated=False, jacobians=0, **kw
+    ):
         """Apply a jitted engine predictive to X in fixed-size row blocks (to the belief
         ``state``, a tuple of numpy arrays, default the fitted one).
 
         ``validated=True``: X is rows the estimator has already checked (its own).
+        ``jacobians``: how many C × P arrays ``fn`` forms per row (1 for the linearised
+        moments, 1 + D with their input gradients), which bounds the block
+        (:func:`_blocks`).
         ``sampled=True`` (a Monte Carlo predictive) computes in float64 whatever
         ``dtype``: XLA's float32 matrix kernels round differently for 8-, 128- and
         1024-row blocks (by ~1e-6 on the logits), so a row's averaged prediction would
@@ -348,8 +379,8 @@ class PosteriorMixin:
             key = self._key(2)
             if sampled:
                 kw["thetas"] = self._draws(config, parts, state, int(self.predictive_samples))
-            big = _PREDICT_BLOCKS[-1]
-            blocks = _PREDICT_BLOCKS if dt is np.float64 else _FLOAT32_BLOCKS
+            blocks = _blocks(dt, jacobians * parts[0].shape[-1] * self._n_out)
+            big = blocks[-1]
             for start in range(0, X.shape[0], big):
                 block = X[start : start + big]
                 n = block.shape[0]

@@ -109,6 +109,7 @@ class RegressorFace:
                 state=state,
                 sampled=kind == "mc",
                 validated=validated,
+                jacobians=(1 + self.n_features_in_ if grad else 1) if kind == "linmc" else 0,
             )
             weights.append(wt)
             outs.append(out)

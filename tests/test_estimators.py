@@ -351,6 +351,18 @@ def test_the_next_call_gets_the_belief_it_was_read_from_and_never_a_stale_one():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("family", ["full", "dlr"])
+def test_posterior_mean_is_a_copy(family):
+    """``posterior_mean_`` is a writable copy of the belief's mean: writing to it leaves
+    the model's predictions as they were."""
+    est = _reg(family=family).fit(X, Y)
+    before = est.predict(X_NEW, return_std=True)
+    est.posterior_mean_[:] = 0.0
+    after = est.predict(X_NEW, return_std=True)
+    assert_array_equal(after[0], before[0])
+    assert_array_equal(after[1], before[1])
+
+
 # --------------------------------------------------------- exact reproducibility
 @pytest.mark.parametrize(
     "params", [dict(family="dlr", rank=2), dict(MC_RULE, random_state=3)], ids=["dlr", "mc"]

@@ -18,6 +18,8 @@ and the compile-once guarantees.
   configuration and input width.
 """
 
+from functools import partial
+
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
@@ -212,6 +214,77 @@ def test_float32_predictions_do_not_depend_on_the_rows_beside_them(compiles):
     alone = np.concatenate([est.predict(X[i : i + 1]) for i in range(20)])
     assert_array_equal(alone, batch)
     assert compiles["jit(predict_moments)"] == 1
+
+
+def _spy(monkeypatch, owner, name):
+    """Record the number of rows of every block that the engine program ``owner.name`` gets."""
+    real, rows = getattr(owner, name), []
+
+    def spy(*args, **kwargs):
+        rows.append(next(a for a in args if isinstance(a, np.ndarray) and a.ndim == 2).shape[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, spy)
+    return rows
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_linearised_predictions_of_a_large_belief_run_in_small_blocks(monkeypatch, dtype):
+    """The linearised moments form a C × P Jacobian for every row of a block, padding rows
+    included. With the block bound set to 10 P (here P = 21), a one-row float32
+    ``predict`` with the standard deviation runs an 8-row block, not 128 (float64 its
+    1-row block), a 20-row call three 8-row blocks (not one of 1,024), and a row's
+    prediction is the same alone as in the batch (float32 bitwise, float64 to 1e-13 as
+    its blocks differ); below 8 P the blocks hold one row, and with the input gradients
+    (1 + D Jacobians per row) too. The plug-in mean, which forms no Jacobian, keeps its
+    blocks (128 rows in float32, one in float64)."""
+    import skbong._posterior as posterior
+
+    rng = np.random.default_rng(4)
+    X, y = rng.normal(size=(30, 3)), rng.normal(size=30)
+    est = BongRegressor(hidden_layer_sizes=(4,), dtype=dtype, random_state=0).fit(X, y)
+    p = est.posterior_mean_.shape[0]
+    assert p == 21
+    rows = _spy(monkeypatch, E, "predict_moments")
+    monkeypatch.setattr(posterior, "_BLOCK_ELEMENTS", 10 * p)
+    alone = [est.predict(X[i : i + 1], return_std=True) for i in range(20)]
+    assert rows == [8 if dtype == "float32" else 1] * 20  # float64 keeps its 1-row block
+    rows.clear()
+    batch = est.predict(X[:20], return_std=True)
+    assert rows == [8, 8, 8]
+    same = assert_array_equal if dtype == "float32" else partial(assert_allclose, rtol=1e-13)
+    for i, (mean, std) in enumerate(alone):
+        same(mean, batch[0][i : i + 1])
+        same(std, batch[1][i : i + 1])
+    rows.clear()
+    est.predict(X[:1])
+    assert rows == [128 if dtype == "float32" else 1]
+    rows.clear()
+    monkeypatch.setattr(posterior, "_BLOCK_ELEMENTS", 7 * p)
+    est.predict(X[:3], return_std=True)
+    assert rows == [1, 1, 1]
+    grads = _spy(monkeypatch, E.predictive, "predict_moments_grad")
+    monkeypatch.setattr(posterior, "_BLOCK_ELEMENTS", 10 * p)  # 8 rows, but not 8 (1 + D)
+    est.predict(X[:1], return_std=True, return_std_grad=True)
+    assert grads == [1]
+
+
+def test_poisson_linearised_predictions_run_in_small_blocks(monkeypatch):
+    """The Poisson regressor's linearised predictives (its moments, and the output moments
+    of ``predict_logpmf``) are bounded like the Gaussian one's: 8-row blocks under a
+    bound of 10 P, not 128."""
+    import skbong._posterior as posterior
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 3))
+    est = BongPoissonRegressor(random_state=0).fit(X, rng.poisson(np.exp(0.3 * X[:, 0])))
+    assert est.posterior_mean_.dtype == np.float32
+    monkeypatch.setattr(posterior, "_BLOCK_ELEMENTS", 10 * est.posterior_mean_.shape[0])
+    moments = _spy(monkeypatch, E, "predict_moments")
+    outputs = _spy(monkeypatch, E.predictive, "predict_output_moments")
+    est.predict(X[:1], return_std=True)
+    est.predict_logpmf(X[:1], [1.0])
+    assert moments == [8] and outputs == [8]
 
 
 def test_partial_fit_compiles_bounded_programs(compiles):
