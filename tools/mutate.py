@@ -1105,6 +1105,14 @@ MUTANTS = [
         ("tests/test_estimators.py", "-k", "posterior_mean_is_a_copy"),
         "posterior_mean_ is the belief's own array: writing to it changes the model",
     ),
+    Mutant(
+        "tall-head-smallest-directions",
+        "skbong/engine/linalg.py",
+        "    head = (rows.T @ vecs[:, ::-1][:, : min(rank, k)]).T",
+        "    head = (rows.T @ vecs[:, : min(rank, k)]).T",
+        ("tests/test_linalg.py", "-k", "separate"),
+        "the P-major head keeps the R smallest directions of W̃ W̃ᵀ instead of the largest",
+    ),
 ]
 
 

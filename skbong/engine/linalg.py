@@ -285,9 +285,14 @@ def project_on(rows, vecs, rank, separate=False):
 
 def project_head(rows, vecs, rank):
     """The head of :func:`project_rank`: ``(W̃ V[:, top R])ᵀ``, descending singular values,
-    zero-padded to ``rank`` rows."""
+    zero-padded to ``rank`` rows.
+
+    Formed as the P × R product W̃ V[:, top R], the layout of the stored factor: as the
+    R × P product V[:, top R]ᵀ W̃ᵀ, XLA:CPU carried the factor through the stream's loop
+    R-major and copied the 40 MB factor between the layouts at each call's entry and
+    exit (dlr-10 at P = 1e6)."""
     k = rows.shape[0]
-    head = vecs[:, ::-1][:, : min(rank, k)].T @ rows
+    head = (rows.T @ vecs[:, ::-1][:, : min(rank, k)]).T
     if k < rank:  # fewer columns than the rank: pad with zeros
         head = jnp.pad(head, ((0, rank - k), (0, 0)))
     return head
