@@ -11,7 +11,13 @@
   (:func:`skbong.enable_compilation_cache`), in the process that fills it and in the next.
   Fresh processes are needed because JAX caches compiled programs.
 
-Usage: ``python benchmarks/bench_latency.py [--quick] [--calls N] [--latency-only] [--out FILE]``;
+* ``--large``: only the one-row ``partial_fit``, ``predict`` and ``predict(return_std=True)``
+  of a dlr-10 network regressor with P = 1e6, medians of ``--calls`` (default 12) and the
+  minor page faults of a call (a call's 40 MB buffers are fresh pages unless glibc maps
+  them as huge pages: ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1``).
+
+Usage: ``python benchmarks/bench_latency.py [--quick] [--calls N] [--latency-only] [--large]
+[--out FILE]``;
 ``SKBONG_SRC=DIR`` times the skbong checkout in DIR instead (an A/B of two revisions:
 alternate the two in fresh processes, ideally pinned to one core with ``taskset -c 1``).
 """
@@ -167,6 +173,42 @@ def latency(n_calls):
     return rows
 
 
+def large_calls(n_calls):
+    """Median ms and minor page faults of one-row calls of a dlr-10 network regressor with
+    P = 1,000,009 parameters (100 inputs, one hidden layer of 9,804), float32, warm: the
+    calls whose programs hold 40 MB buffers, which glibc maps afresh for every call
+    (``GLIBC_TUNABLES`` is recorded: with ``glibc.malloc.hugetlb=1`` they are huge pages)."""
+    import resource
+
+    from skbong import BongRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n_calls + 2, 100)).astype(np.float32)
+    y = rng.normal(size=n_calls + 2).astype(np.float32)
+    est = BongRegressor(hidden_layer_sizes=(9804,), family="dlr", rank=10, prior_variance=0.01,
+                        obs_variance=1.0, dtype="float32", random_state=0)
+    est.partial_fit(X[:2], y[:2])
+    calls = [
+        ("partial_fit", lambda i: est.partial_fit(X[i : i + 1], y[i : i + 1])),
+        ("predict", lambda i: est.predict(X[i : i + 1])),
+        ("predict(return_std=True)", lambda i: est.predict(X[i : i + 1], return_std=True)),
+    ]
+    rows = []
+    for name, call in calls:
+        call(2)  # compiled
+        times, faults = [], []
+        for i in range(2, n_calls + 2):
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            t0 = time.perf_counter()
+            call(i)
+            times.append(time.perf_counter() - t0)
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+        rows.append({"call (one row, P = 1e6)": name, "median_ms": 1e3 * np.median(times),
+                     "min_ms": 1e3 * np.min(times), "faults": int(np.median(faults)),
+                     "glibc_tunables": os.environ.get("GLIBC_TUNABLES", "")})
+    return rows
+
+
 def latency_breakdown(n_calls):
     """Where one partial_fit spends its time (cProfile, cumulative, top entries)."""
     import cProfile
@@ -197,7 +239,15 @@ def main():
     p.add_argument("--latency-only", action="store_true",
                    help="the single-row calls only (no profile, no cold fits): for A/B runs "
                         "against another checkout with SKBONG_SRC")
+    p.add_argument("--large", action="store_true",
+                   help="only the one-row calls of a dlr-10 network with P = 1e6")
     args = p.parse_args()
+    if args.large:
+        print(f"bench_latency --large: {load_note()}")
+        rows = large_calls(args.calls or 12)
+        table(rows, list(rows[0]), {"median_ms": "{:.1f}", "min_ms": "{:.1f}"})
+        write_json({"large": rows, "load_after": load_note()}, "latency_large.json", args.out)
+        return
     n_calls = args.calls or (300 if args.quick else 2000)
     print(f"bench_latency: {load_note()}")
     out = {"load_before": load_note()}
