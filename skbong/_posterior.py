@@ -46,10 +46,10 @@ _BLOCK_ELEMENTS = 2**23
 linearised moments form J (C × P) for every row of a block, padding rows included, so a
 block of b rows holds b C P numbers. A predictive that forms them runs the blocks of
 :data:`_PREDICT_BLOCKS` / :data:`_FLOAT32_BLOCKS` that fit, or else one block size for
-every call, the largest of 1, 8 that fits (1 if none: in float32 one size keeps a row's
-prediction independent of the rows it is predicted with). At P = 1e6 (dlr-10 network
-regressor, float32) a one-row ``predict(X, return_std=True)`` computed 128 Jacobians,
-512 MB, in 0.73–0.85 s; in 8-row blocks it takes about 70 ms (doc/performance.rst)."""
+every call: 8 rows where 8 fit, else 1 (in float32 one size keeps a row's prediction
+independent of the rows it is predicted with). At P = 1e6 (dlr-10 network regressor,
+float32) a one-row ``predict(X, return_std=True)`` computed 128 Jacobians, 512 MB, in
+0.8–0.9 s; in one 8-row block it takes 89–93 ms (medians, doc/performance.rst)."""
 
 
 def _blocks(dt, row_elements):
@@ -60,7 +60,7 @@ def _blocks(dt, row_elements):
     fit = tuple(b for b in blocks if b * row_elements <= _BLOCK_ELEMENTS)
     if fit:
         return fit
-    return (max([b for b in _PREDICT_BLOCKS[:2] if b * row_elements <= _BLOCK_ELEMENTS], default=1),)
+    return (8 if 8 * row_elements <= _BLOCK_ELEMENTS else 1,)
 
 
 def _check_fitted(est):
