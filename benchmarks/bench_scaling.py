@@ -165,10 +165,14 @@ def main():
     p.add_argument("--point", nargs=2, metavar=("FAMILY", "P"), help=argparse.SUPPRESS)
     p.add_argument("--families", default="diag,dlr,full")
     p.add_argument("--batch", type=int, default=1, help="rows per step (default 1)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="steps per stream call with --point (default: 8 at P = 1e6, 64 from "
+                        "1e5, else 512; a fit streams in calls of 512 steps)")
     args = p.parse_args()
     if args.point:
         fam, pp = args.point[0], float(args.point[1])
-        print(json.dumps(point(fam, pp, steps_for(fam, pp), 3 if pp >= 1e6 else 5, args.batch)))
+        steps = args.steps or steps_for(fam, pp)
+        print(json.dumps(point(fam, pp, steps, 3 if pp >= 1e6 else 5, args.batch)))
         return
     grid = QUICK if args.quick else GRID
     print(f"bench_scaling: float32, {args.batch} row(s) per step, {load_note()}")
