@@ -17,11 +17,17 @@ doc/performance.rst).
 estimators' ``batch_size``; default 1, the paper's setting): the time per step grows with
 B and the observations per second count every row.
 
+``--point FAMILY P`` measures one point in this process and prints its JSON (what each
+child of the grid runs); ``--steps N`` sets the steps of its stream call (by default 8 at
+P = 1e6, 64 from P = 1e5 and for full from P = 1,000, else 512: a ``fit`` streams in
+calls of 512 steps, so a longer call shows how much of a short call's time per step is
+the call's own).
+
 Usage: ``python benchmarks/bench_scaling.py [--quick] [--families F,...] [--batch B]
-[--out FILE]``
+[--out FILE]`` or ``python benchmarks/bench_scaling.py --point FAMILY P [--steps N]
+[--batch B]``
 """
 
-import argparse
 import json
 import os
 import resource
@@ -162,12 +168,12 @@ def fit_exponent(rows):
 
 def main():
     p = parser(__doc__.splitlines()[0])
-    p.add_argument("--point", nargs=2, metavar=("FAMILY", "P"), help=argparse.SUPPRESS)
+    p.add_argument("--point", nargs=2, metavar=("FAMILY", "P"),
+                   help="measure one point in this process, JSON on stdout")
     p.add_argument("--families", default="diag,dlr,full")
     p.add_argument("--batch", type=int, default=1, help="rows per step (default 1)")
     p.add_argument("--steps", type=int, default=None,
-                   help="steps per stream call with --point (default: 8 at P = 1e6, 64 from "
-                        "1e5, else 512; a fit streams in calls of 512 steps)")
+                   help="steps per stream call with --point (default: steps_for's choice)")
     args = p.parse_args()
     if args.point:
         fam, pp = args.point[0], float(args.point[1])

@@ -78,3 +78,15 @@ def test_scaling_mini_batches_count_every_row(scaling_module):
     assert row["batch"] == batch and row["P"] == n_params
     # one step of B rows: observations per second = B / (seconds per step)
     np.testing.assert_allclose(row["obs_per_s"] * row["us_per_step"] * 1e-6, batch, rtol=1e-9)
+
+
+@pytest.mark.parametrize("argv, steps", [([], 8), (["--steps", "64"], 64)])
+def test_scaling_point_takes_its_steps(scaling_module, monkeypatch, capsys, argv, steps):
+    """``--point dlr 1e6`` runs 8-step calls unless ``--steps`` says otherwise (the stream
+    is not run: ``point`` is replaced by a recorder of its arguments)."""
+    calls = []
+    monkeypatch.setattr(scaling_module, "point", lambda *a: calls.append(a) or {"ok": 1})
+    monkeypatch.setattr(sys, "argv", ["bench_scaling.py", "--point", "dlr", "1e6", *argv])
+    scaling_module.main()
+    assert calls == [("dlr", 1e6, steps, 3, 1)]
+    assert capsys.readouterr().out.strip() == '{"ok": 1}'
