@@ -20,6 +20,7 @@ import _reference as ref
 import jax
 import numpy as np
 import pytest
+from _programs import stream_setup
 
 from skbong.engine import linalg as la
 from skbong.engine.families import dlr
@@ -262,15 +263,9 @@ def test_projection_separate_products_is_the_sliced_product(rank):
 
 def _dlr_programs():
     """The traced dlr stream (its rank projection) and dlr draws (the sampler's root)."""
-    import jax.numpy as jnp
-
     from skbong import engine as E
 
-    mlp = E.MLP(4, 1, (3,), "tanh")
-    cfg = E.Config(mlp, "gaussian", "dlr", 2, "bong", "lin_hess", 1, 8)
-    hyper = E.Hyper(*(jnp.asarray(v, F32) for v in (0.5, 0.1, 0.1, 1.0, 0.0)))
-    mean0, state = E.prior(cfg, 0, hyper.prior_var, np.dtype(F32))
-    x, y, w = np.ones((3, 1, 4), F32), np.zeros((3, 1, 1), F32), np.ones((3, 1), F32)
+    cfg, state, mean0, hyper, x, y, w = stream_setup("dlr", E.MLP(4, 1, (3,), "tanh"), "gaussian")
     key = jax.random.PRNGKey(0)
     yield E.run_stream_checked.trace(cfg, state, mean0, hyper, x, y, w, 0, key)
     yield E.draw_parameters.trace(cfg, state, key, 4)

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _programs import stream_setup
 
 import skbong
 from skbong import _merge_math
@@ -42,28 +43,17 @@ def _conv_apply(params, x):
     return jnp.tanh(h).reshape(x.shape[0], -1) @ params["w"]
 
 
-def _setup(family, model, likelihood="categorical"):
-    cfg = E.Config(model, likelihood, family, 2, "bong", "lin_hess", 1, 8)
-    hyper = E.Hyper(*(jnp.asarray(v, F32) for v in (0.5, 0.1, 0.1, 1.0, 0.0)))
-    mean0, state = E.prior(cfg, 0, hyper.prior_var, np.dtype(F32))
-    n, d = 3, model.n_features
-    x = np.linspace(-1, 1, n * d, dtype=F32).reshape(n, 1, d)
-    y = np.zeros((n, 1, model.n_outputs), F32)
-    y[..., 0] = 1.0  # one-hot for the categorical likelihood
-    return cfg, state, mean0, hyper, x, y, np.ones((n, 1), F32)
-
-
 def _lowered():
     """Lowered text of the programs an estimator runs: a dlr stream over a user CNN, a
     full-covariance stream, the sampled and moment predictives, the draws and a merge."""
     cnn = E.UserModel(_conv_init, _conv_apply, 16, 3)
-    cfg, state, mean0, hyper, x, y, w = _setup("dlr", cnn)
+    cfg, state, mean0, hyper, x, y, w = stream_setup("dlr", cnn)
     key = jax.random.PRNGKey(0)
     yield "dlr stream, CNN", E.run_stream_checked.lower(cfg, state, mean0, hyper, x, y, w, 0, key)
     yield "linmc log-proba", E.predict_log_proba.lower(cfg, state, x[:, 0], key, "linmc", 4)
     yield "draws", E.draw_parameters.lower(cfg, state, key, 4)
     mlp = E.MLP(4, 1, (3,), "tanh")
-    cfg, state, mean0, hyper, x, y, w = _setup("full", mlp, "gaussian")
+    cfg, state, mean0, hyper, x, y, w = stream_setup("full", mlp, "gaussian")
     yield "full stream, MLP", E.run_stream_checked.lower(cfg, state, mean0, hyper, x, y, w, 0, key)
     yield "moments", E.predict_moments.lower(cfg, state, hyper, x[:, 0], key, "linmc", 4)
     diag, factor = np.ones(6, F32), np.ones((6, 2), F32)
