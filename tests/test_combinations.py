@@ -207,16 +207,21 @@ def test_run_stream_default(case):
 
 @pytest.mark.parametrize("tall_from", [0, 10**9], ids=["P-major", "k-major"])
 @pytest.mark.parametrize("with_prior", [False, True], ids=["bong", "blr"])
-def test_dlr_natural_step_in_both_layouts(monkeypatch, tall_from, with_prior):
+@pytest.mark.parametrize("p, r, c", [(12, 3, 2), (24, 8, 3)], ids=["k5", "k11"])
+def test_dlr_natural_step_in_both_layouts(monkeypatch, tall_from, with_prior, p, r, c):
     """The dlr natural step (eqs. 281–292) against dense float64 algebra, in both memory
     layouts of W̃ (the P-major one is used from TALL_FROM parameters on): the mean solves
     Λ' (μ' − μ) = α g̃ with Λ' = Υ' + W̃ W̃ᵀ, the projection keeps diag(Λ'), and W' W'ᵀ is
-    the best rank-R part of W̃ W̃ᵀ. Well-conditioned inputs: agreement to 1e-10."""
+    the best rank-R part of W̃ W̃ᵀ. Well-conditioned inputs: agreement to 1e-10. W̃ has
+    k = r + c columns (BONG; BLR adds r): k = 11 takes the k-major step's one k × 2k
+    product of the Gram and Woodbury matrices (``linalg.STACKED_COLUMNS``)."""
+    from skbong.engine import linalg
     from skbong.engine.families import dlr
 
     monkeypatch.setattr(dlr, "TALL_FROM", tall_from)
+    assert (r + c in linalg.STACKED_COLUMNS) == (r == 8)
     rng = np.random.default_rng(5)
-    p, r, c, alpha = 12, 3, 2, (0.6 if with_prior else 1.0)
+    alpha = 0.6 if with_prior else 1.0
     state = E.DLRState(rng.normal(size=p), rng.uniform(1, 2, p), rng.normal(size=(p, r)))
     prior = E.DLRState(rng.normal(size=p), rng.uniform(1, 2, p), rng.normal(size=(p, r)))
     b, g = rng.normal(size=(p, c)), rng.normal(size=p)

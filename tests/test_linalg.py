@@ -302,3 +302,38 @@ def test_qr_eigensolver_returns_values_then_vectors():
     ref_vals = np.linalg.eigvalsh(a)
     np.testing.assert_allclose(vals, ref_vals, rtol=0, atol=1e-13)
     np.testing.assert_allclose((vecs * vals) @ vecs.T, a, rtol=0, atol=1e-13)
+
+
+def test_stacked_grams_are_the_two_products():
+    """float64: the one k × 2k product W̃ᵀ [W̃, Υ⁻¹ W̃] gives the Gram and Woodbury
+    matrices of the two k × k products, to rounding (their entries are O(P) sums of
+    O(1) terms: 1e-12 relative), and the same scaled rows."""
+    rng = np.random.default_rng(21)
+    k, p = 11, 300
+    rows, prec_diag = rng.normal(size=(k, p)), rng.uniform(0.5, 2.0, size=p)
+    with jax.enable_x64(True):
+        two = la.dlr_grams(prec_diag, rows)
+        one = la.dlr_grams(prec_diag, rows, stacked=True)
+    np.testing.assert_allclose(one[0], rows @ rows.T, rtol=1e-12)
+    np.testing.assert_allclose(one[1], np.eye(k) + (rows / prec_diag) @ rows.T, rtol=1e-12)
+    for got, want in zip(one, two, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("rank, outputs", [(10, 1), (8, 1), (13, 1), (10, 10)])
+def test_natural_step_stacks_its_grams_only_for_some_column_counts(rank, outputs):
+    """The k-major natural step forms its Gram and Woodbury matrices as one k × 2k
+    product exactly where k = rank + outputs is in ``STACKED_COLUMNS`` (k = 9 … 12, where
+    it was measured faster), else as two k × k products: read from the traced step."""
+    import jax.numpy as jnp
+
+    from skbong.engine import Curv
+
+    p, k = 50, rank + outputs  # P ≠ 2k: no other product has the stacked shape
+    state = dlr.DLRState(jnp.zeros(p), jnp.ones(p), jnp.ones((p, rank)) / p)
+    curv = Curv(factor=jnp.ones((p, outputs)))
+    text = str(jax.make_jaxpr(lambda s, g, c: dlr.ngd(s, None, g, c, 1.0))(state, jnp.ones(p), curv))
+    stacked = f"f32[{k},{2 * k}] = dot_general" in text
+    two = text.count(f"f32[{k},{k}] = dot_general")
+    assert stacked == (k in la.STACKED_COLUMNS) == (9 <= k <= 12)
+    assert two >= (0 if stacked else 2)

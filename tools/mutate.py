@@ -667,6 +667,22 @@ MUTANTS = [
         "draws above NORMALS_MAX are kept (up to 8 MiB per filter of a bank, without bound)",
     ),
     Mutant(
+        "grams-never-stacked",
+        "skbong/engine/families/dlr.py",
+        "    gram, inner, _ = dlr_grams(prec_diag, rows, tall, rows.shape[0] in STACKED_COLUMNS)",
+        "    gram, inner, _ = dlr_grams(prec_diag, rows, tall)",
+        ("tests/test_linalg.py", "-k", "stack"),
+        "the natural step keeps two k × k products where one k × 2k product was measured faster",
+    ),
+    Mutant(
+        "stacked-grams-swapped",
+        "skbong/engine/linalg.py",
+        "        return both[:, :k], eye + both[:, k:], scaled",
+        "        return both[:, k:], eye + both[:, :k], scaled",
+        ("tests/test_linalg.py", "-k", "stack"),
+        "the stacked product's halves taken for each other: Gram and Woodbury matrices swapped",
+    ),
+    Mutant(
         "one-row-block-in-float32",
         "skbong/_posterior.py",
         "    blocks = _PREDICT_BLOCKS if dt is np.float64 else _FLOAT32_BLOCKS",

@@ -132,7 +132,20 @@ def dlr_cov_root(prec_diag, factor):
 # than W V on the tall P × k matrix.
 
 
-def dlr_grams(prec_diag, rows, tall=False):
+STACKED_COLUMNS = range(9, 13)
+"""Column counts k of W̃ for which the natural step forms its k-major Gram and Woodbury
+matrices as one k × 2k product ``W̃ᵀ [W̃, Υ⁻¹ W̃]`` (:func:`dlr_grams`, ``stacked``).
+Timed in one process against the two k × k products (each variant compiled by its own
+``jax.jit``, run in turn for 15–25 s, fastest of each; doc/performance.rst, stop 43),
+µs per step of a 512-step stream on the 2-core AMD EPYC: k = 11 (rank 10, one output)
+43 against 48 at P = 881, 74–76 against 85–88 at 2,113, 302–326 against 341–440 at
+10,201 and 2,936 against 3,605 at 61,201; k = 9 and 12 were 12–16 % faster too. Outside
+this range it lost: k = 14 451–535 against 355–464 and k = 16 481 against 333 at
+P = 10,201, k = 20 258–265 against 225–228 at P = 2,410 (XLA:CPU hands both forms to
+YNNPACK, whose kernels favour neither everywhere). The tall layout keeps two products."""
+
+
+def dlr_grams(prec_diag, rows, tall=False, stacked=False):
     """``W̃ᵀ W̃`` and ``I + W̃ᵀ Υ⁻¹ W̃`` (k × k) from the rows ``W̃ᵀ`` (k × P).
 
     Returns ``(gram, inner, scaled)`` with ``scaled = W̃ᵀ Υ⁻¹`` (k × P). ``tall=True``:
@@ -141,13 +154,20 @@ def dlr_grams(prec_diag, rows, tall=False):
     ``None``. (A k-major scaled copy made a dlr step at P = 1e6, k = 11, 125 instead of
     76–84 ms; the P-major Υ⁻¹ W̃ times W̃, two operands, took 46.0–47.8 against
     43.3–49.2 ms for one whitened operand, 4 of 5 alternating pairs faster.)
+    ``stacked=True`` (k-major rows only): both from one k × 2k product
+    ``W̃ᵀ [W̃, Υ⁻¹ W̃]`` (:data:`STACKED_COLUMNS`); callers that discard the Gram matrix
+    leave it false, so that XLA drops that product.
     """
+    eye = jnp.eye(rows.shape[0], dtype=rows.dtype)
     if tall:
         white = rows.T * jax.lax.rsqrt(prec_diag)[:, None]
-        return rows @ rows.T, jnp.eye(rows.shape[0], dtype=rows.dtype) + white.T @ white, None
+        return rows @ rows.T, eye + white.T @ white, None
     scaled = rows / prec_diag
-    inner = jnp.eye(rows.shape[0], dtype=rows.dtype) + scaled @ rows.T
-    return rows @ rows.T, inner, scaled
+    if stacked:
+        k = rows.shape[0]
+        both = rows @ jnp.concatenate([rows, scaled]).T
+        return both[:, :k], eye + both[:, k:], scaled
+    return rows @ rows.T, eye + scaled @ rows.T, scaled
 
 
 REFINE_BELOW = 4096
