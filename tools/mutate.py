@@ -669,7 +669,7 @@ MUTANTS = [
     Mutant(
         "grams-never-stacked",
         "skbong/engine/families/dlr.py",
-        "    gram, inner, _ = dlr_grams(prec_diag, rows, tall, rows.shape[0] in STACKED_COLUMNS)",
+        "    gram, inner, _ = dlr_grams(prec_diag, rows, tall, stacked=rows.shape[0] in STACKED_COLUMNS)",
         "    gram, inner, _ = dlr_grams(prec_diag, rows, tall)",
         ("tests/test_linalg.py", "-k", "stack"),
         "the natural step keeps two k × k products where one k × 2k product was measured faster",

@@ -114,7 +114,7 @@ def _natural_step(state, prior, g, curv, alpha):
         rows = jnp.concatenate(parts, axis=1).T
     else:  # W̃ᵀ stored k-major
         rows = jnp.concatenate([a.T for a in parts])
-    gram, inner, _ = dlr_grams(prec_diag, rows, tall, rows.shape[0] in STACKED_COLUMNS)
+    gram, inner, _ = dlr_grams(prec_diag, rows, tall, stacked=rows.shape[0] in STACKED_COLUMNS)
     lead = jnp.zeros((rows.shape[0] - factor.shape[1],), rows.dtype)
     coef = jnp.concatenate([lead, coef / root])  # B u = W̃ [0; u / √α]
     mean = state.mean + alpha * dlr_solve(prec_diag, rows, inner, coef, rest)
