@@ -63,13 +63,13 @@ class StreamingMixin:
             noise = None
         if self._is_bank():
             return self._learn_bank(config, hyper, X, Y, w, noise, obs_var)
-        (new_state, new_noise), ok, sound, z = self._run(
+        (new_state, new_noise), ok, sound, z, absurd = self._run(
             config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
         )
         pit = self._pits(config, z, noise, w, ok)
         not_pd = None
         if not sound:  # the first pass's predictions came from beliefs that are replayed
-            (new_state, new_noise), ok, not_pd = self._replay(config, hyper, X, Y, w, noise)
+            (new_state, new_noise), ok, not_pd, absurd = self._replay(config, hyper, X, Y, w, noise)
             pit = None
         bad = np.flatnonzero(~ok)
         n_bad = int(np.minimum(size, n_rows - bad * size).sum()) if bad.size else 0  # real rows
@@ -77,6 +77,9 @@ class StreamingMixin:
             first = int(bad[0]) * size
             last = min(first + size, n_rows) - 1  # the last step may be padded
             rows = f"row {first}" if first == last else f"rows {first}..{last}"
+            far = np.flatnonzero(absurd[first : last + 1])
+            if far.size:
+                raise self._absurd_error(config, first + int(far[0]))
             what = (
                 f"{config.impl.family.unsound} in {self._dtype_name()}"
                 if not_pd is not None and not_pd[bad[0]]
@@ -87,9 +90,16 @@ class StreamingMixin:
                 f"rule={self.rule!r}, hessian={self.hessian!r}); nothing from this call was "
                 f"applied. {self._diagnosis(config, X)}"
             )
-        if bad.size:
+        step_far = np.zeros(ok.size, bool)  # steps refused for an absurd row
+        np.logical_or.at(step_far, np.arange(n_rows) // size, absurd)
+        step_far &= ~ok
+        if step_far.any():
+            self._warn_absurd(np.flatnonzero(absurd & np.repeat(step_far, size)[:n_rows]))
+        other = np.flatnonzero(~ok & ~step_far)
+        n_bad_other = int(np.minimum(size, n_rows - other * size).sum())
+        if n_bad_other:
             warnings.warn(
-                f"{type(self).__name__} skipped {n_bad} of {n_rows} rows ({n_bad / n_rows:.1%}) "
+                f"{type(self).__name__} skipped {n_bad_other} of {n_rows} rows ({n_bad_other / n_rows:.1%}) "
                 f"of this call (on_error='skip'): their updates gave a non-finite or invalid "
                 f"posterior, so the model did not learn from them. {self._diagnosis(config, X)}",
                 SkippedRowsWarning,
@@ -104,6 +114,9 @@ class StreamingMixin:
         self.n_skipped_ += n_bad
         self.n_observations_ += int(n_rows)
         self._publish(config)
+        if n_bad:
+            kept = learned & (w > 0)
+            self._check_skipped(config, X[kept], Y[kept], n_bad, n_rows)
         if sound and config.pit is None and config.impl.likelihood.additive_noise:
             self._warn_if_diverging(config, X, Y, z, w * learned)
 
@@ -120,21 +133,34 @@ class StreamingMixin:
         discounted per row for networks (:func:`~skbong._bank.evidence_discount`).
         """
         size, n_rows = int(self.batch_size), X.shape[0]
-        with self._x64():
-            new, log_lik, z, ok = engine.stream(
-                config,
-                self._engine_state(self._state, noise),
-                self._prior_mean,
-                hyper,
-                X,
-                Y,
-                w,
-                size,
-                self._n_steps,
-                self._key(1),
-                callback=self._progress(n_rows),
-                bank=True,
-            )
+        def run(w):
+            with self._x64():
+                return engine.stream(
+                    config,
+                    self._engine_state(self._state, noise),
+                    self._prior_mean,
+                    hyper,
+                    X,
+                    Y,
+                    w,
+                    size,
+                    self._n_steps,
+                    self._key(1),
+                    callback=self._progress(n_rows),
+                    bank=True,
+                )
+
+        new, log_lik, z, ok = run(w)
+        # a row absurd under any filter still in the bank is refused for all of them: with
+        # on_error="skip" the call is run again with its weight 0 (it teaches nothing)
+        far = np.isneginf(log_lik[np.isfinite(self._log_evidence)]).any(axis=0)
+        n_absurd = int(np.count_nonzero(far))
+        if n_absurd:
+            if self.on_error == "raise":
+                raise self._absurd_error(config, int(np.flatnonzero(far)[0]))
+            self._warn_absurd(np.flatnonzero(far))
+            w = np.where(far, 0, w).astype(w.dtype)
+            new, log_lik, z, ok = run(w)
         new_state, new_noise = new if config.learn_noise else (new, None)
         new_state = tuple(np.asarray(a) for a in new_state)
         new_noise = None if new_noise is None else tuple(np.asarray(a) for a in new_noise)
@@ -177,8 +203,74 @@ class StreamingMixin:
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
         self._n_steps += -(-n_rows // size)
+        self.n_skipped_ += n_absurd
         self.n_observations_ += int(n_rows)
         self._publish(config)
+
+    def _check_skipped(self, config, X, Y, n_bad, n_rows):
+        """Raise :class:`~skbong.exceptions.NonFiniteUpdateError` for a committed call that
+        skipped ``n_bad`` of its ``n_rows`` rows (``on_error="skip"``) and left a model that
+        predicts nonsense: one that has learned no row at all (its predictive is the
+        prior's), or whose predictions at the call's rows it learned (``X``, ``Y``) are
+        not finite or, with Gaussian noise, lie more than
+        :data:`~skbong.engine.OUTLIER_Z` times the range of those targets plus the
+        predictive standard deviation from them. Every
+        accepted step was finite and valid, yet together they left no usable model. The
+        caller (:meth:`_fit_rows`) restores the estimator as it was before the call."""
+        if self.n_observations_ == self.n_skipped_:
+            problem = "the model has learned no row at all (its predictive is the prior's)"
+        elif not len(X):  # nothing learned from this call: the belief is the one before it
+            return
+        else:
+            if hasattr(self, "predict_proba"):
+                outputs = (self.predict_proba(X),)
+            else:
+                outputs = self.predict(X, return_std=True)
+            outputs = [np.asarray(a, np.float64).reshape(len(X), -1) for a in outputs]
+            if all(np.all(np.isfinite(a)) for a in outputs):
+                if not config.impl.likelihood.additive_noise:
+                    return
+                mean, std = outputs
+                spread = np.ptp(Y, axis=0) + std
+                if np.all(np.abs(mean - Y) <= engine.OUTLIER_Z * spread):
+                    return
+                problem = (
+                    f"its predictions at the rows it learned lie more than {engine.OUTLIER_Z:g} "
+                    "times their targets' range from them"
+                )
+            else:
+                problem = "it predicts non-finite values at the rows it learned"
+        raise NonFiniteUpdateError(
+            f"{type(self).__name__} skipped {n_bad} of {n_rows} rows of this call "
+            f"(on_error='skip') and {problem}, so nothing from this call was applied "
+            f"(family={config.family!r}, rule={self.rule!r}, hessian={self.hessian!r}). "
+            f"{self._diagnosis(config, X)}"
+        )
+
+    def _absurd_error(self, config, row):
+        """The error for a call refused at ``row``, whose target is absurd under the
+        one-step predictive (:data:`~skbong.engine.OUTLIER_Z`)."""
+        return NonFiniteUpdateError(
+            f"row {row} of this batch has a target more than {engine.OUTLIER_Z:g} "
+            f"predictive standard deviations from the model's prediction for it "
+            f"(family={config.family!r}); learning it would move the posterior by the whole "
+            "residual, so nothing from this call was applied. Most likely: a corrupt target "
+            "or an outlier (remove it, or pass on_error='skip' to leave such rows out with "
+            "a warning); if the targets really are on this scale, start again with fit() on "
+            "rows that show it, or standardise y (TransformedTargetRegressor)."
+        )
+
+    def _warn_absurd(self, rows):
+        """The :class:`~skbong.exceptions.SkippedRowsWarning` for absurd rows skipped."""
+        listed = ", ".join(str(int(r)) for r in rows[:10]) + (", ..." if rows.size > 10 else "")
+        warnings.warn(
+            f"{type(self).__name__} skipped {rows.size} row(s) of this call (on_error='skip') "
+            f"whose targets lie more than {engine.OUTLIER_Z:g} predictive standard "
+            f"deviations from the model's prediction (rows {listed}): corrupt targets or "
+            "outliers, not learned.",
+            SkippedRowsWarning,
+            stacklevel=5,
+        )
 
     def _warn_if_diverging(self, config, X, Y, f, w):
         """A :class:`~skbong.exceptions.DivergenceWarning` when the one-step-ahead
@@ -269,9 +361,10 @@ class StreamingMixin:
         None when it is not learned) through the compiled engine; return the new belief
         in the same form, the per-step ``ok`` flags, whether the new belief is sound
         (:func:`_is_sound`: the family's ``end_check``, computed in the stream's own
-        program, or else its ``host_check`` here) and the per-row outputs (n, C)."""
+        program, or else its ``host_check`` here), the per-row outputs (n, C) and which
+        rows the stream refused as absurd (n,) (:data:`~skbong.engine.OUTLIER_Z`)."""
         with self._x64():
-            new, _, out, ok, sound = engine.stream(
+            new, log_lik, out, ok, sound = engine.stream(
                 config,
                 self._engine_belief(belief),
                 self._prior_mean,
@@ -291,7 +384,7 @@ class StreamingMixin:
             self._belief_memo = (state, noise, new)
             if config.impl.family.end_check is None:
                 sound = _is_sound(config.impl.family, state)
-            return (state, noise), ok, sound, out
+            return (state, noise), ok, sound, out, np.isneginf(log_lik)
 
     def _engine_belief(self, belief):
         """``belief = (state, noise)`` as the stream's argument: the JAX arrays it was read
@@ -329,10 +422,13 @@ class StreamingMixin:
             False for rejected steps (non-finite, invalid or unsound).
         not_pd : ndarray of bool (n_steps,)
             True for steps rejected by :func:`_is_sound` (e.g. Σ not positive definite).
+        absurd : ndarray of bool (n_rows,)
+            True for rows refused as absurd (:data:`~skbong.engine.OUTLIER_Z`).
         """
         size, n_rows = int(self.batch_size), X.shape[0]
         n_steps = -(-n_rows // size)
         ok, not_pd = np.ones(n_steps, bool), np.zeros(n_steps, bool)
+        absurd = np.zeros(n_rows, bool)
         stop = self.on_error == "raise"
         state, start = (self._state, noise), 0
 
@@ -346,12 +442,14 @@ class StreamingMixin:
             end = min(start + length, n_steps)
             if start >= end:
                 break
-            new, ok_chunk, sound, _ = run(state, start, end)
+            new, ok_chunk, sound, _, far = run(state, start, end)
             if sound:
                 state, ok[start:end] = new, ok_chunk
+                absurd[start * size : start * size + far.size] = far
             else:
                 for t in range(start, end):
-                    new, ok_step, sound, _ = run(state, t, t + 1)
+                    new, ok_step, sound, _, far = run(state, t, t + 1)
+                    absurd[t * size : t * size + far.size] = far
                     if not ok_step[0]:
                         ok[t] = False
                     elif not sound:
@@ -359,11 +457,11 @@ class StreamingMixin:
                     else:
                         state = new
                     if stop and not ok[t]:
-                        return state, ok, not_pd
+                        return state, ok, not_pd, absurd
             if stop and not ok.all():
-                return state, ok, not_pd
+                return state, ok, not_pd, absurd
             start = end
-        return state, ok, not_pd
+        return state, ok, not_pd, absurd
 
     def _progress(self, n_rows):
         if not self.verbose:

@@ -7,11 +7,18 @@ class NonFiniteUpdateError(ValueError, FloatingPointError):
     Invalid means a non-positive variance or precision; for the full-covariance
     families, a covariance that is not positive definite (its Cholesky factorisation fails
     in the working dtype); for ``dlr``, a precision so ill-conditioned that the marginal
-    variances cancel to zero or below in the working dtype. Raised by ``fit`` / ``partial_fit`` with ``on_error="raise"``;
+    variances cancel to zero or below in the working dtype. An absurd row is refused in
+    the same way: a Gaussian-noise target more than ``skbong.engine.OUTLIER_Z`` (10⁶)
+    predictive standard deviations from the model's one-step prediction (not tested on
+    a fresh belief's first row), or a ``family="diag"`` step that would move a
+    coordinate by more than 10⁶ of its standard deviations. Raised by ``fit`` /
+    ``partial_fit`` with ``on_error="raise"``;
     the message names the first offending row of the call, and the estimator (posterior,
     counters, every fitted attribute) is left exactly as it was before the call. With
     ``on_error="skip"`` such rows are skipped instead, counted in ``n_skipped_`` and
-    reported by a :class:`SkippedRowsWarning`. It
+    reported by a :class:`SkippedRowsWarning`; a call with ``on_error="skip"`` that
+    would leave a model which has learned no row at all, or predicts non-finite values
+    at the rows it learned, raises it as well. It
     is a ``ValueError`` (bad input is the usual cause) and a ``FloatingPointError``.
     """
 

@@ -29,6 +29,7 @@ from .program import program
 from .rules import RULES, update
 from .stream import (
     CHUNK_SIZES,
+    OUTLIER_Z,
     buffer_size,
     chunk_plan,
     run_bank,
@@ -131,6 +132,7 @@ __all__ = [
     "sample_outputs",
     "stream",
     "stream_step",
+    "OUTLIER_Z",
     "CHUNK_SIZES",
     "chunk_plan",
     "buffer_size",

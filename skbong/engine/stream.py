@@ -8,6 +8,14 @@ or invalid state is not applied: the step keeps the previous belief and reports
 
 Each step also reports the prequential (predict-then-update) plugin log-likelihood
 of its rows under the belief before the update, and the plugin outputs f(x, μ).
+
+A Gaussian-noise row whose target lies more than :data:`OUTLIER_Z` predictive standard
+deviations from the one-step prediction is *absurd*: no update is taken from it (the
+step reports ``ok = False``, and the row's log-likelihood is −∞ so that the estimators
+can say why). Under the model such a row has probability below 10⁻¹²; learning it
+would move the mean by the whole residual and wreck the belief. The prior's own
+predictive says nothing about the scale of the targets, so a fresh belief's first step
+is not tested.
 """
 
 from functools import partial
@@ -20,15 +28,18 @@ from . import noise as noise_lib
 from .curvature import output_jacobians
 from .program import program
 from .rules import checked_update, checks_before_writing, update
-from .types import Hyper
+from .types import OUTLIER_Z, Hyper
 
 
 def _select(flag, new, old):
     return jax.tree_util.tree_map(lambda a, b: jnp.where(flag, a, b), new, old)
 
 
-def stream_step(config, state, mean0, hyper, x, y, w, key):
+def stream_step(config, state, mean0, hyper, x, y, w, key, tested=True):
     """One predict → update step; returns ``(state, (log_lik, f, ok))``.
+
+    ``tested``: whether the step refuses absurd rows (:data:`OUTLIER_Z`; the stream
+    passes false for a fresh belief's first step).
 
     With ``config.learn_noise`` the state is ``(belief, noise)``: the update uses the
     plug-in noise ŝ = b / a, then the noise posterior takes the conjugate increment
@@ -36,7 +47,7 @@ def stream_step(config, state, mean0, hyper, x, y, w, key):
     (:mod:`.noise`).
     """
     bound = _entry_bound(config, state)
-    state, out, _ = _checked_step(config, state, mean0, hyper, x, y, w, key, bound)
+    state, out, _ = _checked_step(config, state, mean0, hyper, x, y, w, key, bound, tested)
     return state, out
 
 
@@ -48,7 +59,7 @@ def _entry_bound(config, state):
     return config.impl.family.entry_bound(state[0] if config.learn_noise else state)
 
 
-def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
+def _checked_step(config, state, mean0, hyper, x, y, w, key, bound, tested):
     """:func:`stream_step` carrying the bound of :func:`_entry_bound`."""
     family = config.impl.family
     belief, noise = state if config.learn_noise else (state, None)
@@ -60,17 +71,22 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
         # the selection fuses into the update), no pass over the result is needed
         f = config.model.apply(belief.mean, x)
         log_lik = _log_lik(config, family, belief, noise, x, y, f, hyper.obs_var)
+        absurd = _absurd_rows(config, family, belief, x, y, w, f, hyper.obs_var, tested)
+        keep = active & ~jnp.any(absurd)
         finish = None if noise is None else partial(_noise_finish, config, noise, x, y, f, w)
         new, ok, bound, new_noise = checked_update(
-            config, belief, x, y, w, hyper, key, active, bound, finish
+            config, belief, x, y, w, hyper, key, keep, bound, finish
         )
         if noise is not None:
-            new = (new, _select(active & ok, new_noise, noise))
+            new = (new, _select(keep & ok, new_noise, noise))
         out = f if config.pit is None else _residual(config, family, belief, x, y, f, hyper.obs_var)
-        return new, (log_lik, out, ok | ~active), bound
+        log_lik = jnp.where(absurd, -jnp.inf, log_lik)
+        return new, (log_lik, out, (ok | ~active) & (keep | ~active)), bound
     predicted = family.predict(belief, mean0, hyper) if config.dynamic else belief
     f = config.model.apply(predicted.mean, x)
     log_lik = _log_lik(config, family, predicted, noise, x, y, f, hyper.obs_var)
+    absurd = _absurd_rows(config, family, predicted, x, y, w, f, hyper.obs_var, tested)
+    log_lik = jnp.where(absurd, -jnp.inf, log_lik)
     if config.pit is None:
         out = f
     else:  # under the predictive the estimator serves: the belief before the drift step
@@ -85,7 +101,21 @@ def _checked_step(config, state, mean0, hyper, x, y, w, key, bound):
         new = (new, new_noise)
     else:
         ok = family.is_valid(new)
+    ok = ok & ~jnp.any(absurd)
     return _select(active & ok, new, state), (log_lik, out, ok | ~active), bound
+
+
+def _absurd_rows(config, family, predicted, x, y, w, f, obs_var, tested):
+    """Which rows (b,) of a step are absurd: a target of a Gaussian-noise model more than
+    :data:`OUTLIER_Z` standard deviations of the linearised one-step predictive (the
+    scale of :func:`_scale2`) from its mean; never a row of zero weight, nor any row
+    where ``tested`` is false or the likelihood has no additive noise."""
+    if not config.impl.likelihood.additive_noise:
+        return jnp.zeros(w.shape, bool)
+    scale2 = _scale2(config, family, predicted, x, f, obs_var, linearised=True)
+    # a scale that overflows says nothing of the target (the input is what is extreme)
+    far = jnp.isfinite(scale2) & ((y - f) ** 2 > OUTLIER_Z**2 * scale2)
+    return jnp.any(far, axis=1) & (w != 0) & tested
 
 
 def _noise_finish(config, noise, x, y, f, w, mean):
@@ -206,8 +236,9 @@ def _run_stream(config, state, mean0, hyper, xs, ys, ws, step0, key, length=None
         belief, bound, (out, ok) = carry
         step_key = jax.random.fold_in(key, step0 + t)
         x, y, w = (_row(a, t) for a in (xs, ys, ws))
+        tested = step0 + t > 0  # a fresh belief's first step is not tested
         belief, (ll, ft, okt), bound = _checked_step(
-            config, belief, mean0, hyper, x, y, w, step_key, bound
+            config, belief, mean0, hyper, x, y, w, step_key, bound, tested
         )
         row = jnp.concatenate([ll[:, None].astype(dtype), ft.astype(dtype)], axis=1)
         return belief, bound, (_put(out, row, t), _put(ok, okt, t))

@@ -12,6 +12,12 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
+OUTLIER_Z = 1e6
+"""Standard deviations beyond which a step is absurd: a Gaussian-noise target this far
+from its one-step predictive mean (:mod:`.stream`), or a diagonal step that moves a
+coordinate this far in units of its own standard deviation (:mod:`.families.diag`).
+Under the model either has probability below 10⁻¹²."""
+
 
 def check_names(likelihood=None, family=None, rule=None, hessian=None):
     """Raise ``ValueError`` naming the first unknown choice or unavailable pair.

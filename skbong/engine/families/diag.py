@@ -7,6 +7,7 @@ Only diag(G) is used: diag(−B Bᵀ) = −rowsum(B ∘ B).
 
 import jax.numpy as jnp
 
+from ..types import OUTLIER_Z
 from . import gaussian as gs
 
 
@@ -17,9 +18,21 @@ def _explicit(curv):
 
 
 def _add_precision_factor(var, factor, vec, coef, rest):
-    """σ²' = 1 / (1/σ² + rowsum(B ∘ B)) and σ²' ∘ v (nothing cancels: v used as is)."""
-    var = 1.0 / (1.0 / var + jnp.sum(factor * factor, axis=1))
-    return var, var * vec
+    """σ²' = 1 / (1/σ² + rowsum(B ∘ B)) and σ²' ∘ v (nothing cancels: v used as is).
+
+    Refused (NaN variances) where the step would move a coordinate by more than
+    :data:`~..types.OUTLIER_Z` of its own standard deviation σ: the diagonal step moves
+    every coordinate by its own share of the row's residual, which the dense update
+    attributes to the directions that explain it. A row scaled by 10³⁰ has a residual of
+    ~10³⁰ under a mean learned on unscaled rows, and would move the intercept by a
+    fraction of it; the exact conjugate update moves no coordinate further than the
+    residual's own standardised size.
+    """
+    new = 1.0 / (1.0 / var + jnp.sum(factor * factor, axis=1))
+    step = new * vec
+    absurd = jnp.any(jnp.abs(step) > OUTLIER_Z * jnp.sqrt(var))
+    new = jnp.where(absurd, jnp.nan, new)
+    return new, step
 
 
 ALGEBRA = gs.Algebra(
