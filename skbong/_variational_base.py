@@ -55,15 +55,29 @@ STRUCTURAL = (
 them requires a new ``fit`` (``warm_start`` and ``partial_fit`` refuse)."""
 
 
+RATE_DROP = 0.1
+"""The factor a plateau applies to the learning rate α and the precision rate β (up
+to ``rate_drops`` times in a fit)."""
+
+
+def _drop_rates(hyper):
+    """The hyperparameters with α and β multiplied by :data:`RATE_DROP`."""
+    return hyper._replace(lr=hyper.lr * RATE_DROP, prec_rate=hyper.prec_rate * RATE_DROP)
+
+
 def _stalled(curve, window, tol):
-    """Whether the loss has stopped improving: the mean of its last ``window`` epochs is
-    not below the mean of the ``window`` before by more than ``tol``. (The loss is a
-    Monte Carlo estimate: comparing window means, not single epochs, keeps its noise
-    from stopping a fit that still improves.)"""
+    """Whether the loss has stopped improving: for ``window`` epochs its running mean
+    over ``window`` epochs has not fallen below its best by more than ``tol``. (The loss
+    is a Monte Carlo estimate: the running mean damps its noise, and asking for
+    ``window`` failures in a row, not one comparison, keeps a chance fluctuation from
+    stopping a fit that still improves.)"""
     if len(curve) < 2 * window:
         return False
-    last, before = np.mean(curve[-window:]), np.mean(curve[-2 * window : -window])
-    return not last < before - tol
+    smooth = np.convolve(curve, np.full(window, 1.0 / window), mode="valid")
+    best, since = np.inf, 0
+    for value in smooth:
+        best, since = (value, 0) if value < best - tol else (best, since + 1)
+    return since >= window
 
 
 class VariationalBase(PosteriorMixin, BaseEstimator):
@@ -90,6 +104,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         "shuffle": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="left")],
         "n_iter_no_change": [Interval(Integral, 1, None, closed="left")],
+        "rate_drops": [Interval(Integral, 0, None, closed="left")],
         "early_stopping": ["boolean"],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         "warm_start": ["boolean"],
@@ -118,11 +133,12 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         mc_samples=1,
         prior_variance=1.0,
         init_precision=None,
-        max_iter=200,
+        max_iter=500,
         batch_size=32,
         shuffle=True,
         tol=1e-4,
-        n_iter_no_change=10,
+        n_iter_no_change=20,
+        rate_drops=1,
         early_stopping=False,
         validation_fraction=0.1,
         warm_start=False,
@@ -152,6 +168,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         self.shuffle = shuffle
         self.tol = tol
         self.n_iter_no_change = n_iter_no_change
+        self.rate_drops = rate_drops
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.warm_start = warm_start
@@ -217,7 +234,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         prior_var = config.model.prior_variances(
             float(self.prior_variance), wide if wide is not None else float(self.prior_variance)
         )
-        lam = 1.0 / prior_var / self._noise_unit(obs_var)
+        lam = 1.0 / prior_var / self._prior_unit
         if self.init_precision is not None:
             init = np.full_like(lam, float(self.init_precision))
         else:  # N + λ (IVON's h₀ = 1) with h₀ in the likelihood's units: 1 / σ² (Gaussian)
@@ -278,6 +295,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
             self._batch = self._batch_config(X.shape[1], n_out, hidden)
             self._fit_signature = self._signature()
             self._steps, self.n_iter_, self.t_ = 0, 0, 0
+            self._prior_unit = self._noise_unit(obs_var)
             self.loss_curve_, self.n_skipped_steps_ = [], 0
             self.validation_scores_ = [] if self.early_stopping and not incremental else None
             self._solver_state = None
@@ -295,6 +313,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
                 state = self._solver_kind(*self._solver_state)
             epochs_to_run = 1 if incremental else int(self.max_iter)
             best, stall, best_state, ran, skipped = np.inf, 0, None, 0, 0
+            drops, since, converged = 0, len(self.loss_curve_), False
             key = self._key(1)
             learn_noise = self._learns_noise()
             for _ in range(epochs_to_run):
@@ -320,13 +339,10 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
                 self.n_iter_ += 1
                 if learn_noise:  # the ELBO's M-step for the noise: E_q[(y − f)²]
                     obs_var = np.maximum(np.asarray(sq, np.float64) / np.sum(w), 1e-12)
-                    new_hyper = self._hyper(config, n_data, obs_var)
-                    hyper = hyper._replace(
-                        obs_var=new_hyper.obs_var, prior_prec=new_hyper.prior_prec
-                    )
+                    hyper = hyper._replace(obs_var=np.asarray(obs_var, hyper.obs_var.dtype))
                 if self.verbose:
                     print(f"[{type(self).__name__}] epoch {self.n_iter_}: loss {loss:.6g}")
-                if incremental:
+                if incremental or not np.isfinite(loss):
                     break
                 if X_val is not None:
                     self._commit(state, post, obs_var)
@@ -336,14 +352,20 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
                         best, stall, best_state = -score, 0, (state, post, obs_var)
                     else:
                         stall += 1
-                elif _stalled(self.loss_curve_, self.n_iter_no_change, self.tol):
-                    stall = self.n_iter_no_change
-                if not np.isfinite(loss) or stall >= self.n_iter_no_change:
+                    plateau = stall >= self.n_iter_no_change
+                else:
+                    plateau = _stalled(self.loss_curve_[since:], self.n_iter_no_change, self.tol)
+                if plateau and drops == self.rate_drops:
+                    converged = True
                     break
+                if plateau:  # a lower rate, a lower noise floor of the stochastic iterates
+                    drops, stall, since = drops + 1, 0, len(self.loss_curve_)
+                    hyper = _drop_rates(hyper)
             if best_state is not None:
                 state, post, obs_var = best_state
             self._commit(state, post, obs_var)
         self.t_ = self._steps
+        self.n_rate_drops_ = drops
         self.n_skipped_steps_ += skipped
         if skipped:
             warnings.warn(
@@ -362,10 +384,12 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        elif not incremental and stall < self.n_iter_no_change and ran >= self.max_iter:
+        elif not incremental and not converged:
             warnings.warn(
-                f"{type(self).__name__}: max_iter={self.max_iter} epochs reached and the "
-                "optimisation has not converged yet",
+                f"{type(self).__name__}: max_iter={self.max_iter} epochs ran out before the "
+                f"stopping rule was met (rate drops taken: {drops} of {self.rate_drops}); "
+                "the fit has not converged: raise max_iter, or continue it with "
+                "warm_start=True",
                 ConvergenceWarning,
                 stacklevel=3,
             )
@@ -396,10 +420,12 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         return False
 
     def _noise_unit(self, obs_var):
-        """The unit of the prior variances: 1, or with the learned noise the noise
-        variance (the geometric mean over outputs), as in the normal–inverse-gamma
-        model θ | σ² ~ N(0, σ² V₀) of :class:`BongRegressor`: so raw-scale targets
-        work and the prior keeps its meaning relative to the noise."""
+        """The unit of the prior variances, fixed when a fit starts: 1, or with the
+        learned noise the starting noise variance, the targets' variance (geometric
+        mean over outputs): θ ~ N(0, Var(y) V₀), so that raw-scale targets work.
+        (Not the learned noise itself: a prior that tightens as the noise falls pulls
+        the fit towards zero, which raises the noise again; with it a (50,) network
+        under-fitted every UCI set.)"""
         if not self._learns_noise():
             return 1.0
         return float(np.exp(np.mean(np.log(obs_var))))

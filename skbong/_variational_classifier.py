@@ -57,8 +57,8 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
         σ₀² (fan-in scaled for networks).
     init_precision : float, default=None
         Precision of the starting q.
-    max_iter, batch_size, shuffle, tol, n_iter_no_change : see VariationalRegressor
-        The epoch loop.
+    max_iter, batch_size, shuffle, tol, n_iter_no_change, rate_drops : see VariationalRegressor
+        The epoch loop and its stopping rule (defaults 500, 32, True, 1e-4, 20, 1).
     early_stopping, validation_fraction, warm_start : see VariationalRegressor
         Stopping on held-out accuracy, and continuing a fit.
     predictive : {"plugin", "linmc", "mc"}, default="linmc"
@@ -81,7 +81,7 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels.
-    loss_curve_, loss_, n_iter_, t_, n_skipped_steps_, validation_scores_
+    loss_curve_, loss_, n_iter_, t_, n_rate_drops_, n_skipped_steps_, validation_scores_
         As for :class:`VariationalRegressor`.
     posterior_mean_, posterior_var_ : ndarray of shape (P,)
         Posterior mean and marginal variances.
@@ -100,7 +100,7 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
     >>> from sklearn.datasets import load_iris
     >>> from skbong import VariationalClassifier
     >>> X, y = load_iris(return_X_y=True)
-    >>> clf = VariationalClassifier(max_iter=20, random_state=0).fit(X, y)
+    >>> clf = VariationalClassifier(random_state=0).fit(X, y)
     >>> clf.predict_proba(X[:1]).shape
     (1, 3)
     """
