@@ -27,20 +27,26 @@ log-likelihood (:func:`.rules._no_overshoot`): the Poisson likelihood, whose gra
 y − e^f is unbounded. (The Gaussian step is exact in the conjugate case, and the
 Bernoulli / categorical gradients are bounded.)
 
-``additive_noise``: whether y = f + ε with ε ~ N(0, R), so that R can be learned online
-(:mod:`.noise`), the evidence has the closed linearised form, and the output is on the
-target's own scale (its bias gets the broad prior of :mod:`.models`): the Gaussian.
+``additive_noise``: whether y = f + ε with ε ~ N(0, R) (or, with ``obs_dof``, a
+Student-t of squared scale R), so that R can be learned online (:mod:`.noise`), the
+evidence has the closed linearised form, and the output is on the target's own scale (its
+bias gets the broad prior of :mod:`.models`): the Gaussian and the Student-t.
+
+``obs_dof``: the degrees of freedom ν of additive noise that is a Gaussian scale mixture,
+Student-t(ν, 0, R) (:mod:`.student_t`); ``inf`` for the Gaussian. The learned noise
+weights each row's share of the rate by E[λ | r] (:mod:`.noise`), and the predictive and
+the evidence have at most ν degrees of freedom. Only the Gaussian (ν = ∞) is conjugate.
 
 ``split_exact``: whether ``grad_coef`` is finite wherever ``grad`` is, so that LIN-HESS's
 gradient is exactly B u and needs no rest r (:class:`~skbong.engine.types.Curv`; the
-natural steps then skip their products with r): the Gaussian, whose
+natural steps then skip their products with r): the Gaussian (and the Student-t, whose u is ∇ times a constant), whose
 u = (y − f) √w / √R and ∇ = (y − f) w / R differ by the factor √(w / R), so that the
 larger of the two is the one that overflows, and its intermediate (y − f) / √R overflows
 only where (y − f) / R does. (A Bernoulli, categorical or Poisson u divides by a
 factor S that vanishes where the output saturates, while ∇ stays finite.)
 
-``obs_var`` is the Gaussian observation variance (scalar or one per output); the
-other likelihoods ignore it.
+``obs_var`` is the Gaussian observation variance, or the Student-t's squared scale
+(scalar or one per output); the other likelihoods ignore it.
 """
 
 from collections.abc import Callable
@@ -48,6 +54,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+
+from . import student_t
 
 
 class Likelihood(NamedTuple):
@@ -65,6 +73,7 @@ class Likelihood(NamedTuple):
     guarded: bool = False
     additive_noise: bool = False
     split_exact: bool = False
+    obs_dof: float = float("inf")
 
 
 def _gauss_log_prob(y, f, obs_var):
@@ -211,4 +220,5 @@ LIKELIHOODS = {
         gauss_moments=_pois_gauss_moments,
         guarded=True,
     ),
+    "student_t": Likelihood("student_t", **student_t.fields(student_t.DOF)),
 }

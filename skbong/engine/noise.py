@@ -61,6 +61,18 @@ With several outputs each has its own (a, b);
 the one parameter covariance is rescaled by the geometric mean of their ratios (exact
 for one output).
 
+*Student-t noise* (:mod:`.student_t`): ε ~ t_ν(0, σ²) is the scale mixture
+ε | λ ~ N(0, σ² / λ), λ ~ Gamma(ν / 2, ν / 2). Its variational-Bayes update (the robust
+Kalman filter of Ting, Theodorou & Schaal, 2007, and Agamennoni, Nieto & Nebot, 2012)
+gives each row the weight E[λ | r] = (ν + 1) / (ν + r² / ŝ) in the rate,
+
+    a' = δ a + w / 2,        b' = δ b + (w / 2) E[λ] e e',        r² = e e',
+
+with r² the same squared residual e e' (for the linear-Gaussian step, ŝ e² / (hᵀΣh + ŝ),
+so that r² / ŝ is the squared standardised one-step residual). A row's increment is at
+most (w / 2)(ν + 1) ŝ however far its target lies, so gross outliers do not inflate σ²;
+as ν → ∞ the weight tends to 1, the update above (:func:`scale_weight`).
+
 The posterior predictive of y integrates σ²: a Student-t with 2a degrees of freedom and
 squared scale J Σ Jᵀ + ŝ (:func:`predictive_dof`). That is exact for the coupled belief
 (J Σ Jᵀ + ŝ = ŝ (J V Jᵀ + 1) scales with σ²). For the factorised one the predictive
@@ -103,9 +115,18 @@ def variance(noise):
     return noise.rate / noise.dof
 
 
-def update(noise, y, f_prior, f_post, w, discount=1.0):
+def scale_weight(r2, obs_var, obs_dof):
+    """E[λ | r] = (ν + 1) / (ν + r² / ŝ) of the Student-t's scale mixture, for squared
+    residuals ``r2`` ≥ 0 and the noise ŝ (1 for ν = ∞, the Gaussian)."""
+    if obs_dof == float("inf"):
+        return jnp.ones_like(r2)
+    return (obs_dof + 1.0) / (obs_dof + r2 / obs_var)
+
+
+def update(noise, y, f_prior, f_post, w, discount=1.0, obs_dof=float("inf")):
     """The conjugate NIG increment from a mini-batch, after discounting the old evidence
-    by δ (see the module docstring).
+    by δ (see the module docstring); with Student-t noise (``obs_dof`` ν finite) each
+    row's increment weighted by E[λ | r] (:func:`scale_weight`).
 
     Parameters
     ----------
@@ -117,8 +138,13 @@ def update(noise, y, f_prior, f_post, w, discount=1.0):
         Row weights (0 = padding).
     discount : float
         δ ∈ (0, 1]; 1 keeps all the evidence (the conjugate update).
+    obs_dof : float
+        ν of Student-t noise; ``inf`` (the Gaussian) leaves the rows unweighted.
     """
-    cross = jnp.sum(w[:, None] * (y - f_prior) * (y - f_post), axis=0)  # (C,)
+    cross = (y - f_prior) * (y - f_post)  # (b, C)
+    if obs_dof != float("inf"):
+        cross = scale_weight(jnp.maximum(cross, 0.0), variance(noise), obs_dof) * cross
+    cross = jnp.sum(w[:, None] * cross, axis=0)  # (C,)
     return NoiseState(
         discount * noise.dof + 0.5 * jnp.sum(w) * jnp.ones_like(noise.dof),
         discount * noise.rate + 0.5 * jnp.maximum(cross, 0.0),
@@ -131,9 +157,12 @@ def covariance_ratio(old, new):
     return jnp.exp(jnp.mean(jnp.log(variance(new)) - jnp.log(variance(old))))
 
 
-def predictive_dof(noise):
-    """Degrees of freedom 2a of the Student-t posterior predictive, shape (C,)."""
-    return 2.0 * noise.dof
+def predictive_dof(noise, obs_dof=float("inf")):
+    """Degrees of freedom of the Student-t posterior predictive, shape (C,): 2a, or with
+    Student-t noise of ν degrees of freedom min(ν, 2a), the heavier of the two tails (the
+    exact predictive, a Student-t noise whose scale is itself uncertain, is not a
+    Student-t)."""
+    return jnp.minimum(2.0 * noise.dof, obs_dof)
 
 
 def is_valid(noise):

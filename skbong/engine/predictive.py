@@ -74,8 +74,10 @@ def predict_moments(config, state, hyper, x, key, kind, n_samples, thetas=None):
     f ~ N(f(x, μ), diag J Σ Jᵀ) for ``linmc``, else E[E(y | f)] and
     E[Var(y | f)] + Var[E(y | f)] over the output samples (the law of total variance).
 
-    The Gaussian variance includes the observation noise R. ``thetas``: as in
-    :func:`output_samples`.
+    The Gaussian variance includes the observation noise R. For the Student-t
+    likelihood the second output is the squared scale of its Student-t predictive (the
+    same sums with R its squared scale; :mod:`.student_t`), whose variance is ν / (ν − 2)
+    times it. ``thetas``: as in :func:`output_samples`.
     """
     lik = config.impl.likelihood
     if lik.cond_moments is None:
