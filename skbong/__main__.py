@@ -46,6 +46,11 @@ def prequential(learners, X, y, classes, batch_size, show_progress=True):
     return n_seen, curves, seconds
 
 
+def _prior_variance(text):
+    """``--prior-variance``: "auto", "bank" or a positive number."""
+    return text if text in ("auto", "bank") else float(text)
+
+
 def main(argv=None):
     """Run the demo; see ``python -m skbong --help``."""
     parser = argparse.ArgumentParser(prog="python -m skbong", description=__doc__)
@@ -55,9 +60,10 @@ def main(argv=None):
     )
     parser.add_argument(
         "--prior-variance",
-        type=float,
-        default=1.0,
-        help="prior_variance of BongClassifier (its default; a layer's weights get it / fan-in)",
+        type=_prior_variance,
+        default="auto",
+        help="prior_variance of BongClassifier: a number (a layer's weights get it / fan-in), "
+        "'bank', or 'auto' (its default: the bank for softmax regression, 1 for a network)",
     )
     parser.add_argument("--seed", type=int, default=0, help="stream order and model seed")
     parser.add_argument("--plot", default="skbong_digits.png", help="where to save the plot")

@@ -1,4 +1,4 @@
-"""The bank of filters (``prior_variance="auto"`` and/or ``drift="auto"``): its grid, its
+"""The bank of filters (a prior bank and/or ``drift="auto"``): its grid, its
 weights from the online evidence, and the filters that predictions mix.
 
 The bank runs one filter per pair (prior variance, drift) of the product of the two
@@ -15,15 +15,21 @@ from . import engine
 from ._posterior import _check_fitted
 
 PRIOR_GRID = 10.0 ** np.arange(-3, 4)
-"""Prior variances of the bank that ``prior_variance="auto"`` runs (K = 7, 10⁻³ … 10³)."""
+"""Prior variances of the bank that ``prior_variance="bank"`` runs, and ``"auto"`` for the linear model (K = 7, 10⁻³ … 10³)."""
 
 DRIFT_GRID = np.array([1.0, 0.999, 0.99])
 """OU drifts γ of the bank that ``drift="auto"`` runs (K = 3): a static model, and models
 whose belief forgets toward the prior with a memory of about 1/(1 − γ²) ≈ 500 and 50
 rows."""
 
+_BANKS = "prior_variance='bank', 'auto' for the linear model, or drift='auto'"
+
 _MIN_WEIGHT = 1e-9
 """Bank filters with a smaller posterior weight are left out of predictions."""
+
+NETWORK_PRIOR_VARIANCE = 1.0
+"""σ₀² that ``prior_variance="auto"`` fixes for networks and user models (with the
+fan-in scaling of :mod:`skbong.engine.models`, the LeCun-normal scale at any width)."""
 
 NETWORK_EVIDENCE_DISCOUNT = 0.99
 """δ of a network's online evidence per row (about the last 100 rows' predictions)."""
@@ -53,35 +59,39 @@ def evidence_discount(model):
     return 1.0 if engine.models.is_linear(model) else NETWORK_EVIDENCE_DISCOUNT
 
 
-def discounted_gain(log_lik, delta):
-    """The evidence added by n rows of per-row log densities ``log_lik`` (K, n), each
-    discounted by δ for every row after it, and the factor δⁿ for the old evidence."""
-    n = log_lik.shape[1]
-    return log_lik @ (delta ** np.arange(n - 1, -1, -1.0)), delta**n
-
-
-def evidence_before_rows(log_evidence, log_lik, delta):
-    """Each filter's log evidence before each of n rows, (K, n), from its value before the
-    first, ``log_evidence`` (K,), and the rows' log densities ``log_lik`` (K, n): the
-    recursion L ← δ L + ℓ of :func:`discounted_gain`, row by row (−inf stays −inf)."""
+def evidence_path(log_evidence, log_lik, delta):
+    """Each filter's log evidence before each of n rows and after the last, (K, n + 1),
+    from its value before the first, ``log_evidence`` (K,), and the rows' log densities
+    ``log_lik`` (K, n): the recursion L ← δ L + ℓ, row by row (−inf stays −inf). Row by
+    row, so that any split of a stream into calls adds the same numbers in the same
+    order: the evidence, and the mixture's weights, are bitwise those of one call."""
     alive = np.isfinite(log_evidence)
     start = np.where(alive, log_evidence, 0.0)
     after = scipy.signal.lfilter([1.0], [1.0, -delta], log_lik, axis=1, zi=delta * start[:, None])[0]
-    before = np.concatenate([start[:, None], after[:, :-1]], axis=1)
-    return np.where(alive[:, None], before, -np.inf)
+    path = np.concatenate([start[:, None], after], axis=1)
+    return np.where(alive[:, None], path, -np.inf)
 
 
 class PriorBankMixin:
     """The bank's fitted attributes and the components predictions mix (one filter of
     weight 1 without a bank)."""
 
+    def _prior_spec(self):
+        """``prior_variance`` resolved for the model: ``"bank"`` when a bank of filters
+        learns it (``"bank"``, or ``"auto"`` for the linear model), otherwise the fixed σ₀²
+        (``"auto"`` for networks and user models: :data:`NETWORK_PRIOR_VARIANCE`)."""
+        if isinstance(self.prior_variance, str) and self.prior_variance == "auto":
+            linear = self.model is None and not self._model_params()
+            return "bank" if linear else NETWORK_PRIOR_VARIANCE
+        return self.prior_variance
+
     def _is_bank(self):
         """Whether a bank of filters learns the prior variance and/or the drift."""
-        return isinstance(self.prior_variance, str) or isinstance(self.drift, str)  # "auto"
+        return isinstance(self._prior_spec(), str) or isinstance(self.drift, str)
 
     def _bank_grid(self):
         """(prior variances, drifts) of the bank's filters, each (K,) (:func:`bank_grid`)."""
-        return bank_grid(self.prior_variance, self.drift)
+        return bank_grid(self._prior_spec(), self.drift)
 
     def _filter_weights(self):
         """Posterior weight of every filter of the bank, (K,): the softmax of the log
@@ -117,9 +127,13 @@ class PriorBankMixin:
         if given: ``"prior_variance"`` or ``"drift"``)."""
         _check_fitted(self)
         if param is None and self._log_evidence is None:
-            raise AttributeError(f"{name} exists with prior_variance='auto' or drift='auto' only")
-        if param is not None and (self._log_evidence is None or not isinstance(getattr(self, param), str)):
-            raise AttributeError(f"{name} exists with {param}='auto' only")
+            raise AttributeError(f"{name} exists only with a bank of filters ({_BANKS})")
+        if param is None:
+            return
+        banked = self._prior_spec() if param == "prior_variance" else self.drift
+        if self._log_evidence is None or not isinstance(banked, str):
+            how = "'bank', or 'auto' for the linear model" if param == "prior_variance" else "'auto'"
+            raise AttributeError(f"{name} exists only when a bank learns {param} ({param}={how})")
 
     def _weight_table(self):
         """The filters' weights as a (priors, drifts) table (the bank's product grid)."""
@@ -128,7 +142,7 @@ class PriorBankMixin:
 
     @property
     def prior_weights_(self):
-        """Posterior weights of the bank's prior variances (``prior_variance="auto"``),
+        """Posterior weights of the bank's prior variances (a prior bank),
         shape (7,), aligned with ``prior_grid_``: the filters' weights, each proportional
         to the exp of the filter's cumulative log predictive density (zero for a dropped
         filter), summed over the drifts of ``drift="auto"``."""
@@ -139,14 +153,14 @@ class PriorBankMixin:
     def drift_weights_(self):
         """Posterior weights of the bank's drifts (``drift="auto"``), shape (3,), aligned
         with ``drift_grid_``: the filters' weights summed over the prior variances of
-        ``prior_variance="auto"``."""
+        a prior bank."""
         self._require_bank("drift_weights_", "drift")
         return self._weight_table().sum(axis=0)
 
     @property
     def log_evidence_(self):
         """Cumulative log predictive density of every row learned, per filter of the
-        bank (``prior_variance="auto"`` and/or ``drift="auto"``), shape (K,), aligned
+        bank (a prior bank and/or ``drift="auto"``), shape (K,), aligned
         with the rows of ``bank_grid_``: Σₜ wₜ log p(yₜ | xₜ, past), the online evidence
         (for the linear-Gaussian model, the log marginal likelihood of that filter's
         state-space model; for networks each row's term is discounted by 0.99 per later
@@ -156,14 +170,14 @@ class PriorBankMixin:
 
     @property
     def bank_grid_(self):
-        """The bank's filters (``prior_variance="auto"`` and/or ``drift="auto"``), shape
+        """The bank's filters (a prior bank and/or ``drift="auto"``), shape
         (K, 2): the prior variance and the drift of each, aligned with ``log_evidence_``."""
         self._require_bank("bank_grid_")
         return np.stack(self._bank_grid(), axis=1)
 
     @property
     def prior_grid_(self):
-        """The bank's prior variances (``prior_variance="auto"``), shape (7,)."""
+        """The bank's prior variances (a prior bank), shape (7,)."""
         self._require_bank("prior_grid_", "prior_variance")
         return PRIOR_GRID.copy()
 
@@ -178,8 +192,9 @@ class PriorBankMixin:
         """The prior variance in use: ``prior_variance``, or with ``"auto"`` the bank's
         value of largest weight (``prior_weights_``)."""
         _check_fitted(self)
-        if self._log_evidence is None or not isinstance(self.prior_variance, str):
-            return float(self.prior_variance)
+        prior = self._prior_spec()
+        if self._log_evidence is None or not isinstance(prior, str):
+            return float(prior)
         return float(PRIOR_GRID[np.argmax(self._weight_table().sum(axis=1))])
 
     @property
@@ -194,10 +209,10 @@ class PriorBankMixin:
 
 __all__ = [
     "DRIFT_GRID",
+    "NETWORK_PRIOR_VARIANCE",
     "PRIOR_GRID",
     "PriorBankMixin",
     "bank_grid",
-    "discounted_gain",
-    "evidence_before_rows",
+    "evidence_path",
     "evidence_discount",
 ]

@@ -137,7 +137,7 @@ class ClassifierFace:
 
         Each draw is the sigmoid (two classes) or softmax of the logits f(x, θ) at one
         parameter sample, shared by all rows of the draw; with
-        ``prior_variance="auto"`` each draw comes from one filter of the bank, chosen
+        a prior bank each draw comes from one filter of the bank, chosen
         with its weight. The average of many draws is the ``predictive="mc"``
         probability of :meth:`predict_proba`.
 
@@ -200,11 +200,14 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         equinox network is taken through :mod:`skbong.adapters`.
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
-    family : {"auto", "full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
+    family : {"auto", "full", "full_moment", "diag", "diag_moment", "dlr"}, default="auto"
         Variational family, the structure of the Gaussian belief. ``"auto"`` is
-        ``"dlr"``, also for the linear model: on standardised digits at the default prior
-        a one-pass full covariance reached test accuracy 0.83 and log-loss 1.23, the
-        rank-10 dlr 0.90 and 0.77 (the regressor's ``"auto"`` differs). ``"full"``: full
+        ``"full"`` for the linear model of at most 128 parameters and ``"dlr"``
+        otherwise (``family_`` says which): with the default prior bank, on nine sets
+        of 11–121 parameters the full covariance's test log-loss was lower than the
+        rank-10 dlr's on six and at most 0.007 higher on the other three, at 2.5–34 times
+        less fit time; at 650 parameters (digits) it took 50 times
+        the dlr's time (:ref:`defaults`). ``"full"``: full
         covariance in natural parameters, every correlation kept, O(P²) memory, for
         linear models and small networks; ``"full_moment"``: the same in moment
         parameters (mean and covariance), less stable; ``"diag"``: diagonal, in natural
@@ -252,18 +255,22 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         and ``blr`` (doc: "Which combination survives"); it does not rescue ``bog`` and
         ``bbb``, whose failures are a diverging mean. It costs a check per step (a
         Cholesky factorisation, O(P³), for the dense families).
-    prior_variance : float or "auto", default=1.0
+    prior_variance : float, "auto" or "bank", default="auto"
         Prior variance σ₀² of the parameters. For networks the weights of a layer with
         fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation distribution
-        at any width); biases σ₀². ``"auto"`` runs a bank of filters over
+        at any width); biases σ₀². ``"bank"`` runs a bank of filters over
         σ₀² ∈ {10⁻³, …, 10³} weighted by their online evidence (``prior_weights_``;
         discounted by 0.99 per row for networks).
+        ``"auto"`` (the default) is ``"bank"`` for the linear model, whose evidence is its
+        online marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and 1.0 for
+        networks and user models, where the bank costs about ten filters' time;
+        ``prior_variance_`` says which value is in use (:ref:`defaults`).
     drift : float in (0, 1] or "auto", default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update. 1 (with
         ``process_noise=0``): a static model, for stationary data; below 1: the belief
         relaxes toward the prior and old rows are forgotten, for a stream whose relation
         between X and y changes. ``"auto"`` runs a bank of filters over
-        γ ∈ {1, 0.999, 0.99} (with ``prior_variance="auto"``, over every pair) in one
+        γ ∈ {1, 0.999, 0.99} (with a bank over the prior too, over every pair) in one
         compiled program, weighted by their online evidence (for the linear model, the
         exact marginal likelihood of each state-space model), and predicts with their
         mixture (``drift_weights_``, ``drift_``): for a stream that may or may not
@@ -309,6 +316,12 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
     ----------
     classes_ : ndarray of shape (n_classes,)
         Class labels.
+    input_mean_, input_scale_ : ndarray of shape (n_features,)
+        A network's input standardisation: where a column of the first call's inputs
+        has a root mean square above 3, the network learns and predicts on
+        (x − ``input_mean_``) / ``input_scale_``, that call's column means and standard
+        deviations; 0 and 1 where the inputs are used as given (the linear model, user
+        models, inputs on the prior's scale).
     n_features_in_ : int
         Number of features seen in ``fit``.
     family_ : str
@@ -331,12 +344,12 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
     intercept_ : ndarray of shape (1,) or (n_classes,)
         Posterior mean intercepts (linear models only).
     prior_variance_ : float
-        The prior variance in use (with ``prior_variance="auto"``, the bank's value of
-        largest weight).
+        The prior variance in use (with a bank, ``prior_variance="bank"`` or ``"auto"``
+        for the linear model, the bank's value of largest weight).
     drift_ : float
         The drift in use (with ``drift="auto"``, the bank's value of largest weight).
     prior_grid_, prior_weights_ : ndarray of shape (7,)
-        The bank's prior variances and their posterior weights (``prior_variance="auto"``).
+        The bank's prior variances and their posterior weights (when a bank learns the prior).
     drift_grid_, drift_weights_ : ndarray of shape (3,)
         The bank's drifts and their posterior weights (``drift="auto"``).
     bank_grid_ : ndarray of shape (K, 2)

@@ -194,7 +194,7 @@ def merge_posteriors(estimators):
       coupled ``noise_posterior="conjugate"``, which ``"auto"`` is for the linear model
       only): the normal–inverse-gamma posterior merges exactly, its rate b through each shard's
       sufficient statistic yᵀy recovered from bₖ, μₖ and Vₖ.
-    * Prior bank (``prior_variance="auto"``): each filter merges with its own prior, and
+    * Prior bank (a prior bank): each filter merges with its own prior, and
       the weights through the exact log marginal likelihood of all rows, for the
       conjugate configurations above only.
 

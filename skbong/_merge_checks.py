@@ -28,6 +28,8 @@ def _fitted_facts(est):
         "classes_": getattr(est, "classes_", None),
         "number of outputs": est._n_out,
         "output shape (y 1-D or 2-D)": getattr(est, "_multi_output", None),
+        "input_mean_": getattr(est, "input_mean_", None),
+        "input_scale_": getattr(est, "input_scale_", None),
     }
 
 
@@ -38,7 +40,8 @@ def _is_linear(config):
 def _bank_refusal(est, config):
     """Why the bank's weights cannot merge exactly (None when they can)."""
     n_params = config.model.n_params()
-    if not config.impl.likelihood.additive_noise:
+    lik = config.impl.likelihood
+    if not lik.additive_noise or lik.obs_dof != float("inf"):
         return f"the {config.likelihood} likelihood is not conjugate"
     if not _is_linear(config):
         return (
@@ -110,6 +113,13 @@ def check_mergeable(est, config):
             "coupled to the noise (the normal–inverse-gamma Σ = ŝ V); use "
             "noise_posterior='conjugate' with noise_discount=1, or a fixed obs_variance"
         )
+    if config.learn_noise and config.impl.likelihood.obs_dof != float("inf"):
+        raise ValueError(
+            f"cannot merge the learned noise of the {config.likelihood} likelihood: its rows "
+            "enter the noise posterior weighted by their own residuals, so the shards' "
+            "posteriors have no normal–inverse-gamma sufficient statistics to add; use a fixed "
+            "obs_variance (the merge is then the streaming variational Bayes rule)"
+        )
     if config.learn_noise and config.model.n_outputs > 1:
         raise ValueError(
             f"cannot merge the learned noise of {config.model.n_outputs} outputs: the engine "
@@ -121,7 +131,7 @@ def check_mergeable(est, config):
         reason = _bank_refusal(est, config)
         if reason is not None:
             raise ValueError(
-                "cannot merge prior_variance='auto': the bank's weights are each filter's "
+                "cannot merge a prior bank: the bank's weights are each filter's "
                 "online evidence, which combines exactly across shards only when it is the "
                 "log marginal likelihood (the linear-Gaussian model, family='full' or 'dlr' "
                 f"with rank >= P, rule='bong', hessian='lin_hess', batch_size=1); here {reason}. "
@@ -156,10 +166,15 @@ def _check_together(estimators, compare_model):
             )
         for name, value in _fitted_facts(est).items():
             if not _equal(value, facts[name]):
-                hint = " (pass classes= to partial_fit so every shard knows every class)"
+                hints = {
+                    "classes_": " (pass classes= to partial_fit so every shard knows every class)",
+                    "input_mean_": " (each shard's first call standardised a network's inputs, "
+                    "which are off its prior's scale: standardise X before fitting the shards)",
+                }
+                hints["input_scale_"] = hints["input_mean_"]
                 raise ValueError(
                     f"the fitted {name} of estimator {i} differs from estimator 0 "
-                    f"({value!r} vs {facts[name]!r}){hint if name == 'classes_' else ''}"
+                    f"({value!r} vs {facts[name]!r}){hints.get(name, '')}"
                 )
         if (est._noise is None) != (first._noise is None) or (
             est._noise is None and not np.array_equal(est._obs_var, first._obs_var)

@@ -37,9 +37,12 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         A user JAX model of the log-rate (see :class:`BongRegressor`).
     fit_intercept : bool, default=True
         Learn an intercept (linear models).
-    family : {"auto", "full", "full_moment", "diag", "diag_moment", "dlr"}, default="dlr"
+    family : {"auto", "full", "full_moment", "diag", "diag_moment", "dlr"}, default="auto"
         Variational family (see :class:`BongRegressor` and
-        :ref:`Choosing a configuration <choosing-family>`); ``"auto"`` is ``"dlr"``.
+        :ref:`Choosing a configuration <choosing-family>`); ``"auto"`` is ``"full"``
+        for the linear model of at most 128 parameters (for the linear model with
+        ``hessian="lin_hess"``, each row one Newton step of the log posterior) and
+        ``"dlr"`` otherwise; ``family_`` says which.
     rank : int, default=10
         Rank of the ``dlr`` precision's low-rank part (clamped to the number of
         parameters).
@@ -60,11 +63,15 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         Newton step from far below log y lands far above it (e^f overflows), which
         this rejects. A step that does neither is the published algorithm's, unchanged;
         0 runs the published algorithm everywhere (:ref:`counts`).
-    prior_variance : float or "auto", default=1.0
+    prior_variance : float, "auto" or "bank", default="auto"
         Prior variance σ₀² of the weights of the log-rate (fan-in scaled for networks,
         as in :class:`BongRegressor`; the intercept keeps σ₀², since it is a
-        log-rate), or ``"auto"`` for a bank of prior variances weighted by their
+        log-rate), or ``"bank"`` for a bank of prior variances weighted by their
         one-step-ahead (plug-in) predictive log-likelihood.
+        ``"auto"`` (the default) is ``"bank"`` for the linear model, whose evidence is its
+        online marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and 1.0 for
+        networks and user models, where the bank costs about ten filters' time;
+        ``prior_variance_`` says which value is in use (:ref:`defaults`).
     drift : float in (0, 1], default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update (non-stationary
         rates).
@@ -96,6 +103,12 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
 
     Attributes
     ----------
+    input_mean_, input_scale_ : ndarray of shape (n_features,)
+        A network's input standardisation: where a column of the first call's inputs
+        has a root mean square above 3, the network learns and predicts on
+        (x − ``input_mean_``) / ``input_scale_``, that call's column means and standard
+        deviations; 0 and 1 where the inputs are used as given (the linear model, user
+        models, inputs on the prior's scale).
     n_features_in_ : int
         Number of features seen in ``fit``.
     family_ : str
@@ -145,7 +158,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         activation="relu",
         model=None,
         fit_intercept=True,
-        family="dlr",
+        family="auto",
         rank=10,
         rule="bong",
         hessian="lin_hess",
@@ -153,7 +166,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         n_iter=10,
         mc_samples=10,
         backtrack=20,
-        prior_variance=1.0,
+        prior_variance="auto",
         drift=1.0,
         process_noise=0.0,
         batch_size=1,
@@ -231,7 +244,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
 
     def _moments(self, X, kind):
         """Predictive mean and variance of y at X under ``kind``, float64 (n,): the
-        mixture over the bank with ``prior_variance="auto"``."""
+        mixture over the bank with a prior bank."""
         _check_fitted(self)
         hyper = engine.Hyper(None, np.asarray(1.0, self._jax_dtype()), None, None, None)
         n_samples = int(self.predictive_samples)

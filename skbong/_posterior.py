@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import engine
+from . import _inputs, engine
 from ._guard import _check_not_forked
 from .adapters import _as_model, _framework_of
 
@@ -297,7 +297,7 @@ class PosteriorMixin:
         families (``cov`` the covariance Σ, (P, P)) and for ``diag`` / ``diag_moment``
         (``cov`` the variances, (P,)); ``skbong.engine.DLRState(mean, prec_diag,
         prec_lr)`` for ``dlr``, the precision Σ⁻¹ = diag(prec_diag) + prec_lr prec_lrᵀ
-        with ``prec_lr`` of shape (P, R). With ``prior_variance="auto"`` every array has
+        with ``prec_lr`` of shape (P, R). With a prior bank every array has
         a leading axis over the bank's filters (``prior_weights_``). In the working
         ``dtype``; a fresh copy on each access.
         """
@@ -370,7 +370,7 @@ class PosteriorMixin:
         if not (validated or self._is_plain_rows(X)):
             X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         dt = np.float64 if sampled else self._jax_dtype()
-        X = X.astype(dt, copy=False)
+        X = _inputs.engine_inputs(self, X).astype(dt, copy=False)  # a network's standardisation
         config = self._config()
         outs = []
         with jax.enable_x64(dt is np.float64):

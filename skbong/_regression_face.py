@@ -6,7 +6,7 @@ import scipy.special
 import scipy.stats
 from sklearn.utils.validation import _num_samples
 
-from . import _calibration, engine
+from . import _calibration, _inputs, engine
 from ._posterior import _check_fitted
 
 
@@ -58,7 +58,7 @@ class RegressorFace:
     def obs_variance_(self):
         """Observation noise variance in use, shape (n_outputs,): the fixed
         ``obs_variance``, or the learned plug-in b / a = 1 / E[σ⁻²] (with
-        ``prior_variance="auto"``, averaged over the bank with its weights)."""
+        a prior bank, averaged over the bank with its weights)."""
         _check_fitted(self)
         if self._noise is None:
             return self._obs_var
@@ -66,12 +66,24 @@ class RegressorFace:
 
     @property
     def noise_dof_(self):
-        """Degrees of freedom 2a of the Student-t predictive per output (``inf`` when
-        the noise is fixed), shape (n_outputs,)."""
+        """Degrees of freedom of the Student-t predictive per output, shape (n_outputs,):
+        2a of the learned noise (``inf`` when the noise is fixed); with
+        ``likelihood="student_t"`` of ν degrees of freedom, min(ν, 2a) (ν when fixed)."""
         _check_fitted(self)
         if self._noise is not None:  # a grows by half the weight of each row in every filter
-            return 2.0 * self._noise[0].astype(np.float64).reshape(-1, self._n_out)[0]
-        return np.full(self._n_out, np.inf)
+            return self._tail_dof(self._noise[0].astype(np.float64).reshape(-1, self._n_out)[0])
+        return self._tail_dof(None) * np.ones(self._n_out)
+
+    def _obs_dof(self):
+        """ν of the likelihood's noise: ``inf`` for the Gaussian, finite for the Student-t."""
+        return engine.LIKELIHOODS[self._likelihood(getattr(self, "_n_out", 1))].obs_dof
+
+    def _tail_dof(self, dof):
+        """The predictive's degrees of freedom from the learned noise's shape a (``dof``;
+        None when the noise is fixed): min(ν, 2a), ν the likelihood's (``inf`` for the
+        Gaussian; :func:`skbong.engine.noise.predictive_dof`)."""
+        nu = self._obs_dof()
+        return nu if dof is None else np.minimum(2.0 * np.asarray(dof, np.float64), nu)
 
     def _linear_attributes(self, weights, bias):
         if self._multi_output:
@@ -113,8 +125,9 @@ class RegressorFace:
             )
             weights.append(wt)
             outs.append(out)
-            dofs.append(np.inf if noise is None else 2.0 * noise[0])
+            dofs.append(self._tail_dof(None if noise is None else noise[0]))
         locs, scales, *grads = (np.array(a, np.float64) for a in zip(*outs))
+        grads = [_inputs.raw_gradient(self, g) for g in grads]  # ∂/∂x = (∂/∂x̃) / s
         dofs = np.array(dofs, np.float64).reshape(len(dofs), -1) * np.ones(self._n_out)  # (K, C)
         return (np.array(weights), locs, scales, dofs, *grads)
 
@@ -132,9 +145,10 @@ class RegressorFace:
         return_std : bool, default=False
             Also return the predictive standard deviation of y under ``predictive``:
             parameter uncertainty and observation noise (the ``BayesianRidge``
-            convention). With the learned noise (``obs_variance="auto"``) the predictive
-            is a Student-t with ``noise_dof_`` degrees of freedom ν, whose standard
-            deviation is its scale times √(ν / (ν − 2)); with ``prior_variance="auto"``
+            convention). With the learned noise (``obs_variance="auto"``) or
+            ``likelihood="student_t"`` the predictive is a Student-t with ``noise_dof_``
+            degrees of freedom ν, whose standard deviation is its scale times
+            √(ν / (ν − 2)); with a prior bank
             it is the mixture over the bank's prior variances.
         return_mean_grad : bool, default=False
             Also return the gradient of the returned mean with respect to the input
@@ -212,9 +226,10 @@ class RegressorFace:
         """Central predictive interval of y holding probability ``coverage``.
 
         Student-t quantiles with ``noise_dof_`` degrees of freedom when the noise is
-        learned, Gaussian ones when it is fixed, on the moments of ``predictive``
+        learned or Student-t, Gaussian ones when it is fixed and Gaussian, on the location
+        and squared scale of ``predictive``
         (exact for ``linmc`` on a linear model; moment-matched for ``mc``); with
-        ``prior_variance="auto"`` the quantiles of the bank's mixture (by bisection).
+        a prior bank the quantiles of the bank's mixture (by bisection).
         With the interval calibration (``calibration``) the quantiles are taken at the
         levels that the calibration set's PITs map the tail probabilities to (the kept
         rows' leave-one-out PITs, or the prequential ones; :mod:`skbong._calibration`):
@@ -294,7 +309,7 @@ class RegressorFace:
         """Log posterior predictive density of each target, log p(y | x, data).
 
         Student-t (learned noise) or Gaussian (fixed noise) on the moments of
-        ``predictive`` (a mixture over the bank with ``prior_variance="auto"``);
+        ``predictive`` (a mixture over the bank with a prior bank);
         summed over outputs.
 
         Parameters
@@ -319,8 +334,9 @@ class RegressorFace:
 
     def sample_y(self, X, n_samples=1, random_state=None):
         """Draw y from the posterior predictive: θ ~ q, σ² ~ IG(a, b) (learned noise),
-        then y ~ N(f(x, θ), σ²). With the same ``random_state``, the draws of
-        :meth:`sample_f` plus the noise.
+        then y ~ N(f(x, θ), σ²), or with ``likelihood="student_t"`` y ~ N(f(x, θ), σ² / λ),
+        λ ~ Gamma(ν / 2, ν / 2) per row (a Student-t of squared scale σ²). With the same
+        ``random_state``, the draws of :meth:`sample_f` plus the noise.
 
         Parameters
         ----------
@@ -344,7 +360,10 @@ class RegressorFace:
                 var = 1.0 / rng.gamma(dof[:, None], 1.0 / rate[:, None], size=f.shape[1:])
             else:
                 var = np.broadcast_to(self._obs_var[:, None], f.shape[1:])
-            samples.append(f + rng.standard_normal(f.shape) * np.sqrt(var)[None])
+            nu = self._obs_dof()
+            if np.isfinite(nu):  # the Student-t's scale mixture, one λ per value
+                var = var[None] / rng.gamma(0.5 * nu, 2.0 / nu, size=f.shape)
+            samples.append(f + rng.standard_normal(f.shape) * np.sqrt(var))
         samples = np.concatenate(samples, axis=-1)
         return samples if self._multi_output else samples[:, 0, :]
 
@@ -355,7 +374,7 @@ class RegressorFace:
         ``random_state`` they use the same parameter draws, so ``sample_y`` returns these
         values plus independent noise. For the linear model with the fixed noise, the
         draws of a set of rows are exactly the posterior of f, N(f(x, μ), J Σ Jᵀ); with
-        ``prior_variance="auto"`` each draw comes from one filter of the bank, chosen
+        a prior bank each draw comes from one filter of the bank, chosen
         with its weight. With the learned noise θ is drawn from the Gaussian belief q
         (with the coupled ``noise_posterior``, its covariance at the plug-in noise
         ``obs_variance_``), so the draws do not

@@ -35,7 +35,8 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
     A Gaussian belief over the parameters θ of a model f(x, θ) (linear by default,
     an MLP with ``hidden_layer_sizes``, or any JAX model) is updated one observation
     (or mini-batch) at a time with the chosen ``rule``, ``hessian`` estimator and
-    variational ``family``. The likelihood is y ~ N(f(x, θ), obs_variance).
+    variational ``family``. The likelihood is y ~ N(f(x, θ), obs_variance), or with
+    ``likelihood="student_t"`` a heavy-tailed Student-t, robust to outliers in y.
 
     Parameters
     ----------
@@ -107,17 +108,33 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         and ``blr`` (doc: "Which combination survives"); it does not rescue ``bog`` and
         ``bbb``, whose failures are a diverging mean. It costs a check per step (a
         Cholesky factorisation, O(P³), for the dense families).
-    prior_variance : float or "auto", default=1.0
+    prior_variance : float, "auto" or "bank", default="auto"
         Prior variance σ₀² of the weights. For networks the weights of a layer with
         fan-in n get σ₀² / n (so σ₀² = 1 is the LeCun-normal initialisation
         distribution at any width) and hidden biases σ₀²; output biases (intercepts)
         get a broad prior of their own, variance 100 (in units of the noise variance
         when it is learned with ``noise_posterior="conjugate"``, the linear model's
-        default, so raw-scale targets work). ``"auto"`` runs a bank of
+        default, so raw-scale targets work). ``"bank"`` runs a bank of
         filters over σ₀² ∈ {10⁻³, …, 10³} in one compiled program, weighted by their
         online evidence (for the linear model, the exact marginal likelihood; for networks
         discounted by 0.99 per row, so that it follows the model as it is now), and
         predicts with their mixture (``prior_weights_``, ``prior_variance_``).
+        ``"auto"`` (the default) is ``"bank"`` for the linear model, whose evidence is its
+        exact marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and 1.0 for
+        networks and user models, where the bank costs about ten filters' time;
+        ``prior_variance_`` says which value is in use (:ref:`defaults`).
+    likelihood : {"gaussian", "student_t"}, default="gaussian"
+        Observation model. ``"gaussian"``: y = f(x, θ) + ε, ε ~ N(0, R), conjugate for
+        the linear model. ``"student_t"``: ε ~ t_ν(0, R) with ν = 4 degrees of freedom
+        (:data:`skbong.engine.student_t.DOF`; R is then the squared scale, the variance
+        being 2R): every row's step is bounded whatever its target, so a stream with a
+        few gross outliers in y is learned without them dominating; the update uses the
+        Student-t's Fisher information (:mod:`skbong.engine.student_t`), the learned R
+        weights each row by E[λ | r] of its scale mixture (:mod:`skbong.engine.noise`),
+        and the predictive is a Student-t of at most ν degrees of freedom. Not
+        conjugate: no interval calibration (``calibration`` must be ``"auto"``, which
+        is then None, or None), and the learned noise and a prior bank do not merge.
+        See :ref:`outliers`.
     obs_variance : float or "auto", default="auto"
         Observation noise variance R. ``"auto"`` learns it from the stream, per output,
         at every step from the first row on: a conjugate inverse-gamma posterior
@@ -160,8 +177,9 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         noise, a misfit mean) they cover what they claim. ``"auto"``: ``"loo"`` for the
         static linear model, ``"prequential"`` for a linear model with ``drift`` < 1 or
         ``process_noise`` (whose rows are not exchangeable: on a drifting stream the
-        one-step-ahead errors are the ones to calibrate on), ``None`` for networks and
-        user models. With ``drift="auto"`` (and no process noise) the linear model keeps
+        one-step-ahead errors are the ones to calibrate on), ``None`` for networks,
+        user models and ``likelihood="student_t"``. With ``drift="auto"`` (and no
+        process noise) the linear model keeps
         both and its evidence chooses: ``"loo"`` under the static filters while
         ``drift_`` is 1, ``"prequential"`` otherwise. ``"loo"`` (linear model
         only): the calibration set is the last ``calibration_rows`` learned rows under
@@ -185,7 +203,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         ``process_noise=0``): a static model, for stationary data; below 1: the belief
         relaxes toward the prior and old rows are forgotten, for a stream whose relation
         between X and y changes. ``"auto"`` runs a bank of filters over
-        γ ∈ {1, 0.999, 0.99} (with ``prior_variance="auto"``, over every pair) in one
+        γ ∈ {1, 0.999, 0.99} (with a bank over the prior too, over every pair) in one
         compiled program, weighted by their online evidence (for the linear model, the
         exact marginal likelihood of each state-space model), and predicts with their
         mixture (``drift_weights_``, ``drift_``): for a stream that may or may not
@@ -231,6 +249,12 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
 
     Attributes
     ----------
+    input_mean_, input_scale_ : ndarray of shape (n_features,)
+        A network's input standardisation: where a column of the first call's inputs
+        has a root mean square above 3, the network learns and predicts on
+        (x − ``input_mean_``) / ``input_scale_``, that call's column means and standard
+        deviations; 0 and 1 where the inputs are used as given (the linear model, user
+        models, inputs on the prior's scale).
     n_features_in_ : int
         Number of features seen in ``fit``.
     family_ : str
@@ -257,12 +281,12 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
     intercept_ : float or ndarray of shape (n_outputs,)
         Posterior mean intercept (linear models only).
     prior_variance_ : float
-        The prior variance in use (with ``prior_variance="auto"``, the bank's value of
-        largest weight).
+        The prior variance in use (with a bank, ``prior_variance="bank"`` or ``"auto"``
+        for the linear model, the bank's value of largest weight).
     drift_ : float
         The drift in use (with ``drift="auto"``, the bank's value of largest weight).
     prior_grid_, prior_weights_ : ndarray of shape (7,)
-        The bank's prior variances and their posterior weights (``prior_variance="auto"``).
+        The bank's prior variances and their posterior weights (when a bank learns the prior).
     drift_grid_, drift_weights_ : ndarray of shape (3,)
         The bank's drifts and their posterior weights (``drift="auto"``).
     bank_grid_ : ndarray of shape (K, 2)
@@ -293,6 +317,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
 
     _parameter_constraints = {
         **BongBase._parameter_constraints,
+        "likelihood": [StrOptions({"gaussian", "student_t"})],
         "obs_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "noise_discount": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
         "noise_posterior": [StrOptions({"auto", "conjugate", "factorised"})],
@@ -315,7 +340,8 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         n_iter=10,
         mc_samples=10,
         backtrack=0,
-        prior_variance=1.0,
+        prior_variance="auto",
+        likelihood="gaussian",
         obs_variance="auto",
         noise_discount="auto",
         noise_posterior="auto",
@@ -355,6 +381,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
             random_state=random_state,
             verbose=verbose,
         )
+        self.likelihood = likelihood
         self.obs_variance = obs_variance
         self.noise_discount = noise_discount
         self.noise_posterior = noise_posterior
@@ -366,6 +393,9 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         Kalman filter, the exact (normal–inverse-gamma) posterior; ``"dlr"`` otherwise."""
         linear = engine.models.is_linear(model)
         return "full" if linear and model.n_params() <= AUTO_FULL_MAX else "dlr"
+
+    def _likelihood(self, n_outputs):
+        return self.likelihood
 
     def _learns_noise(self):
         return isinstance(self.obs_variance, str)  # "auto"
@@ -392,6 +422,15 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         ``drift="auto"`` and no process noise, and ``None`` otherwise; ``"loo"`` needs the
         linear model."""
         linear = engine.models.is_linear(model)
+        if self.likelihood != "gaussian" and self.calibration is not None:
+            if self.calibration != "auto":
+                raise ValueError(
+                    f"calibration={self.calibration!r} needs likelihood='gaussian': the "
+                    f"calibration's PITs and leave-one-out predictive are those of the "
+                    f"conjugate Gaussian model; use calibration=None (or 'auto', which is None "
+                    f"for likelihood={self.likelihood!r})"
+                )
+            return None
         if self.calibration == "auto":
             if not linear:
                 return None

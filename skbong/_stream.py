@@ -12,8 +12,8 @@ import warnings
 import numpy as np
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from . import _calibration, engine
-from ._bank import discounted_gain, evidence_before_rows, evidence_discount
+from . import _calibration, _inputs, engine
+from ._bank import evidence_discount, evidence_path
 from ._guard import _check_not_forked
 from .exceptions import DivergenceWarning, NonFiniteUpdateError, SkippedRowsWarning
 
@@ -52,7 +52,12 @@ class StreamingMixin:
         dt = self._jax_dtype()
         size, n_rows = int(self.batch_size), X.shape[0]
         w = np.ones(n_rows, dt) if sample_weight is None else np.asarray(sample_weight, dt)
-        X, Y = X.astype(dt, copy=False), Y.astype(dt, copy=False)
+        # the rows as the engine sees them (a network's standardisation); the calibration
+        # window and the checks that predict keep the user's rows
+        engine_X = _inputs.engine_inputs(self, X).astype(dt, copy=False)
+        raw = engine_X if getattr(self, "_input_standardisation", None) is None else X
+        X = engine_X
+        Y = Y.astype(dt, copy=False)
         hyper = self._hyper(obs_var, config)
         noise = self._noise
         if config.learn_noise and noise is None:  # start learning from the value in use
@@ -62,7 +67,7 @@ class StreamingMixin:
         elif not config.learn_noise:
             noise = None
         if self._is_bank():
-            return self._learn_bank(config, hyper, X, Y, w, noise, obs_var)
+            return self._learn_bank(config, hyper, X, Y, w, noise, obs_var, raw)
         (new_state, new_noise), ok, sound, z, absurd = self._run(
             config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
         )
@@ -107,7 +112,7 @@ class StreamingMixin:
             )
         # commit: nothing above changed the estimator
         learned = np.repeat(ok, size)[:n_rows]
-        self._record_calibration(config, pit, X, Y, w, learned)
+        self._record_calibration(config, pit, raw, Y, w, learned)
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
         self._n_steps += -(-n_rows // size)
@@ -116,12 +121,12 @@ class StreamingMixin:
         self._publish(config)
         if n_bad:
             kept = learned & (w > 0)
-            self._check_skipped(config, X[kept], Y[kept], n_bad, n_rows)
+            self._check_skipped(config, raw[kept], Y[kept], n_bad, n_rows)
         if sound and config.pit is None and config.impl.likelihood.additive_noise:
             self._warn_if_diverging(config, X, Y, z, w * learned)
 
-    def _learn_bank(self, config, hyper, X, Y, w, noise, obs_var):
-        """:meth:`_learn` for the bank of filters (``prior_variance="auto"`` and/or
+    def _learn_bank(self, config, hyper, X, Y, w, noise, obs_var, raw):
+        """:meth:`_learn` for the bank of filters (a prior bank and/or
         ``drift="auto"``).
 
         All K filters learn every row in one compiled program. A filter whose update is
@@ -151,15 +156,34 @@ class StreamingMixin:
                 )
 
         new, log_lik, z, ok = run(w)
-        # a row absurd under any filter still in the bank is refused for all of them: with
-        # on_error="skip" the call is run again with its weight 0 (it teaches nothing)
-        far = np.isneginf(log_lik[np.isfinite(self._log_evidence)]).any(axis=0)
+        # a row absurd under every filter still in the bank is refused for all of them: with
+        # on_error="skip" the call is run again with its weight 0 (it teaches nothing). A
+        # filter that alone finds a row absurd refuses it, and is dropped below
+        far = np.isneginf(log_lik[np.isfinite(self._log_evidence)]).all(axis=0)
         n_absurd = int(np.count_nonzero(far))
         if n_absurd:
             if self.on_error == "raise":
                 raise self._absurd_error(config, int(np.flatnonzero(far)[0]))
             self._warn_absurd(np.flatnonzero(far))
             w = np.where(far, 0, w).astype(w.dtype)
+            new, log_lik, z, ok = run(w)
+        # with on_error="skip", a row whose update a filter still in the bank refuses is
+        # left out for all of them (run again at weight 0), so that every filter learns
+        # the same rows and their evidences stay comparable
+        refused = np.zeros(n_rows, bool)
+        if self.on_error == "skip":
+            live = np.isfinite(self._log_evidence)
+            refused = np.repeat(~ok[live].all(axis=0), size)[:n_rows] & (w > 0)
+        if refused.any():
+            warnings.warn(
+                f"{type(self).__name__} skipped {refused.sum()} of {n_rows} rows "
+                f"({refused.mean():.1%}) of this call (on_error='skip'): their updates gave a "
+                "non-finite or invalid posterior under a filter of the bank, so no filter "
+                f"learned from them. {self._diagnosis(config, X)}",
+                SkippedRowsWarning,
+                stacklevel=4,
+            )
+            w = np.where(refused, 0, w).astype(w.dtype)
             new, log_lik, z, ok = run(w)
         new_state, new_noise = new if config.learn_noise else (new, None)
         new_state = tuple(np.asarray(a) for a in new_state)
@@ -170,9 +194,18 @@ class StreamingMixin:
             alive[k] = bool(ok[k].all()) and _is_sound(config.impl.family, state_k)
         priors, drifts = self._bank_grid()
         if not alive.any():
+            live = np.isfinite(self._log_evidence)
+            steps = [np.flatnonzero(~ok[k]) for k in np.flatnonzero(live)]
+            firsts = [int(b[0]) * size for b in steps if b.size]
+            where = ""
+            if firsts:
+                first = min(firsts)
+                last = min(first + size, n_rows) - 1  # the last step may be padded
+                where = f" (the first at row {first})" if first == last else f" (the first at rows {first}..{last})"
             raise NonFiniteUpdateError(
-                f"the update of every filter of the bank (prior variances {np.unique(priors).tolist()}"
-                f", drifts {np.unique(drifts).tolist()}) gave a non-finite or invalid posterior on this batch "
+                f"every filter of the bank (prior variances {np.unique(priors).tolist()}, drifts "
+                f"{np.unique(drifts).tolist()}) refused an update of this batch{where}: it gave a "
+                "non-finite or invalid posterior "
                 f"(family={config.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); "
                 f"nothing from this call was applied. {self._diagnosis(config, X)}"
             )
@@ -187,25 +220,35 @@ class StreamingMixin:
                 stacklevel=4,
             )
         weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
-        delta = evidence_discount(config.model)
-        gain, keep = discounted_gain(weighted, delta)
+        path = evidence_path(np.where(alive, self._log_evidence, -np.inf), weighted,
+                             evidence_discount(config.model))
         pit = None
         if config.pit is not None:  # the mixture's PIT: each row under the weights before it
             pits = np.stack([
                 self._pits(config, z[k], None if noise is None else (noise[0][k],), w, ok[k])
                 for k in range(len(z))
             ])
-            before = evidence_before_rows(np.where(alive, self._log_evidence, -np.inf), weighted, delta)
-            pit = _calibration.mixture_pit(pits, before)
-        # commit: nothing above changed the estimator (the filters left learned every row)
-        self._record_calibration(config, pit, X, Y, w, np.ones(n_rows, bool))
-        self._log_evidence = np.where(alive, keep * self._log_evidence + gain, -np.inf)
+            pit = _calibration.mixture_pit(pits, path[:, :-1])
+        # commit: nothing above changed the estimator (the filters left learned every row
+        # not skipped)
+        self._record_calibration(config, pit, raw, Y, w, ~(far | refused))
+        self._log_evidence = path[:, -1]
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
         self._n_steps += -(-n_rows // size)
-        self.n_skipped_ += n_absurd
+        n_bad = n_absurd + int(refused.sum())
+        self.n_skipped_ += n_bad
         self.n_observations_ += int(n_rows)
         self._publish(config)
+        kept = ~(far | refused) & (w > 0)
+        if n_bad:
+            self._check_skipped(config, raw[kept], Y[kept], n_bad, n_rows)
+        if config.pit is None and config.impl.likelihood.additive_noise:
+            # the mixture's one-step-ahead predictions: each row under the weights before it
+            before = path[:, :-1] - np.max(path[:, :-1], axis=0)
+            mix = np.exp(before) / np.exp(before).sum(axis=0)
+            f = np.einsum("kn,knc->nc", mix, np.asarray(z, np.float64).reshape(len(z), n_rows, -1))
+            self._warn_if_diverging(config, X, Y, f, w * kept)
 
     def _check_skipped(self, config, X, Y, n_bad, n_rows):
         """Raise :class:`~skbong.exceptions.NonFiniteUpdateError` for a committed call that
@@ -244,7 +287,7 @@ class StreamingMixin:
             f"{type(self).__name__} skipped {n_bad} of {n_rows} rows of this call "
             f"(on_error='skip') and {problem}, so nothing from this call was applied "
             f"(family={config.family!r}, rule={self.rule!r}, hessian={self.hessian!r}). "
-            f"{self._diagnosis(config, X)}"
+            f"{self._diagnosis(config, _inputs.engine_inputs(self, X))}"
         )
 
     def _absurd_error(self, config, row):
@@ -300,11 +343,18 @@ class StreamingMixin:
         )
 
     def _diagnosis(self, config, X):
-        """What most likely helps, read from the inputs and the settings in use."""
+        """What most likely helps, read from the inputs as the engine sees them (a
+        network's standardised with the first call's statistics) and the settings in use."""
         hints = []
         if X.size and float(np.max(np.abs(X))) > 50:
+            where = (
+                " after the standardisation with the first call's statistics (input_mean_, "
+                "input_scale_; start with fit() on rows that show their spread)"
+                if getattr(self, "_input_standardisation", None) is not None
+                else ""
+            )
             hints.append(
-                f"the inputs reach |x| = {float(np.max(np.abs(X))):.3g}: standardise them "
+                f"the inputs reach |x| = {float(np.max(np.abs(X))):.3g}{where}: standardise them "
                 "(e.g. make_streaming_pipeline(StandardScaler(), ...))"
             )
         if config.impl.family.advice:
@@ -322,7 +372,7 @@ class StreamingMixin:
             )
         if not self._learns_noise() and config.impl.likelihood.additive_noise:
             hints.append("a fixed obs_variance too small for the data: try obs_variance='auto'")
-        hints.append(f"a smaller prior_variance (now {self.prior_variance!r})")
+        hints.append(f"a smaller prior_variance (now {self._prior_spec()!r})")
         if self._dtype_name() == "float32":
             hints.append("dtype='float64'")
         return "Most likely to help: " + "; ".join(hints) + "."
@@ -514,6 +564,8 @@ class StreamingMixin:
             if first:
                 self._n_out = n_out
                 config = self._reset(X.shape[1], n_out, hidden)
+                affine = _inputs.standardisation(config.model, X, sample_weight)
+                _inputs.publish(self, affine, X.shape[1])
             else:
                 config = self._config(hidden)
             self._learn(config, X, Y, sample_weight, obs_var)

@@ -90,3 +90,124 @@ def test_scaling_point_takes_its_steps(scaling_module, monkeypatch, capsys, argv
     scaling_module.main()
     assert calls == [("dlr", 1e6, steps, 3, 1)]
     assert capsys.readouterr().out.strip() == '{"ok": 1}'
+
+
+# ---------------------------------------------------------------- bench_defaults
+
+
+@pytest.fixture(scope="module")
+def defaults_module():
+    yield from _load("bench_defaults")
+
+
+def _row(model, role, kind, **metrics):
+    return {"model": model, "role": role, "kind": kind, "notes": "", **metrics}
+
+
+def test_defaults_rule_compares_like_with_like(defaults_module):
+    """``comparisons`` takes, per metric, the best comparable baseline (linear against
+    linear, network against network, forgetting against all), and the relative gap
+    (skbong - baseline) / |baseline| against the 2 % rule; a failed fit is a breach."""
+    rows = [
+        _row("lin", "skbong", "linear", nll=-0.97, rmse=1.01, fit_s=2.0),
+        _row("net", "skbong", "network", nll=1.0, rmse=0.9, fit_s=1.0),
+        _row("bad", "skbong", "linear", notes="FAILED ValueError"),
+        _row("BR", "baseline", "linear", nll=-1.0, rmse=1.0, fit_s=4.0),
+        _row("Huber", "baseline", "linear", nll=-0.5, rmse=0.99, fit_s=1.0),
+        _row("MLP", "baseline", "network", nll=2.0, rmse=0.95, fit_s=0.5),
+    ]
+    stream = [
+        _row("static", "skbong", "static", logloss=0.5, total_s=3.0),
+        _row("forget", "skbong", "forgetting", logloss=0.5, total_s=3.0),
+        _row("river", "baseline", "static", logloss=0.6, total_s=1.0),
+        _row("river smooth", "baseline", "forgetting", logloss=0.45, total_s=2.0),
+    ]
+    recs = defaults_module.comparisons([("set", "raw", "reg", rows), ("s", "raw", "clf", stream)])
+    got = {(r["skbong"], r["metric"]): r for r in recs}
+    assert len(recs) == 3 * 2 + 2
+    # lin: nll -0.97 against the best linear -1.0 (not Huber's -0.5): +0.03 / |-1.0| = 3 %
+    r = got["lin", "nll"]
+    assert (r["baseline"], r["status"]) == ("BR", "LOSS")
+    assert r["gap"] == pytest.approx(0.03) and r["rel"] == pytest.approx(0.03)
+    assert r["time_x"] == pytest.approx(2.0 / 4.0)
+    # lin: rmse 1.01 against Huber's 0.99 (better than BR's 1.0): 0.02 / 0.99 > 2 %
+    r = got["lin", "rmse"]
+    assert (r["baseline"], r["status"]) == ("Huber", "LOSS")
+    assert r["rel"] == pytest.approx(0.02 / 0.99) and r["time_x"] == pytest.approx(2.0)
+    # net: only the MLP, though the linear baselines have the better NLL
+    assert (got["net", "nll"]["baseline"], got["net", "nll"]["status"]) == ("MLP", "ok")
+    assert got["net", "nll"]["rel"] == pytest.approx(-0.5)
+    assert got["net", "rmse"]["status"] == "ok"
+    assert got["bad", "nll"]["status"] == got["bad", "rmse"]["status"] == "FAILED"
+    # static stream learner: the static river model only; forgetting: the best of both
+    assert (got["static", "logloss"]["baseline"], got["static", "logloss"]["status"]) == (
+        "river", "ok")
+    r = got["forget", "logloss"]
+    assert (r["baseline"], r["status"]) == ("river smooth", "LOSS")
+    assert r["rel"] == pytest.approx(0.05 / 0.45) and r["time_x"] == pytest.approx(1.5)
+    # exactly at the rule is not a breach; a hair above is
+    at = defaults_module.comparisons([("c", "std", "clf", [
+        _row("a", "skbong", "linear", logloss=1.02), _row("b", "baseline", "linear", logloss=1.0)
+    ])], rule=0.0200001)
+    assert at[0]["status"] == "ok"
+
+
+def test_defaults_metrics_on_the_original_scale_of_y(defaults_module):
+    """A fit on standardised y reports the same RMSE, NLL and coverage as the same fit on
+    raw y: least squares is equivariant, so only the back-transform (RMSE times the s.d.,
+    NLL plus log s.d.) can make them differ. The plug-in NLL of a point predictor is the
+    Gaussian with the training RMS residual, computed here independently."""
+    from sklearn.linear_model import LinearRegression
+
+    bd = defaults_module
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3)) * [1.0, 10.0, 100.0]
+    y = 1e3 + 50.0 * (X @ [1.0, 0.1, 0.01]) + 20.0 * rng.normal(size=300)
+    ds = bd.DataSet("toy", "reg", X[:200], y[:200], X[200:], y[200:], "")
+    raw, std = bd.preparations(ds)
+    assert std.y_scale == pytest.approx(y[:200].std()) and std.y_loc == pytest.approx(
+        y[:200].mean())
+    out = [bd.regression_scores(LinearRegression().fit(p.Xtr, p.ytr), p, ds.yte)
+           for p in (raw, std)]
+    for key in ("score", "rmse", "nll", "cov90"):
+        assert out[1][key] == pytest.approx(out[0][key], rel=1e-9), key
+    fit = LinearRegression().fit(X[:200], y[:200])
+    resid = y[:200] - fit.predict(X[:200])
+    sd = np.sqrt(np.mean(resid**2))
+    err = y[200:] - fit.predict(X[200:])
+    nll = np.mean(0.5 * np.log(2 * np.pi * sd**2) + 0.5 * (err / sd) ** 2)
+    assert out[0]["nll"] == pytest.approx(nll, rel=1e-12)
+    assert out[0]["rmse"] == pytest.approx(np.sqrt(np.mean(err**2)), rel=1e-12)
+    assert out[0]["cov90"] == np.mean(np.abs(err) <= bd.Z90 * sd)
+
+
+def test_defaults_synthetic_sets_are_what_they_claim(defaults_module):
+    """The synthetic cases: a1a-like sparse binary columns of frequencies 0.1-30 %, 20
+    distinct rows repeated 100 times, feature scales 1e2-1e4, y on a scale of 1e3, the
+    stated number of gross outliers in the training targets and none in the test's."""
+    sets = {ds.name: ds for ds in defaults_module.synthetic_sets(quick=False)}
+    sb = sets["sparse binary"]
+    X = np.vstack([sb.Xtr, sb.Xte])
+    assert X.shape == (3000, 120) and set(np.unique(X)) == {0.0, 1.0}
+    freq = X.mean(axis=0)
+    assert freq.max() < 0.35 and freq.min() < 0.005 and 0.1 < sb.ytr.mean() < 0.9
+    for task in ("reg", "clf"):
+        dup = sets[f"duplicated rows ({task})"]
+        rows, counts = np.unique(np.column_stack([dup.Xtr, dup.ytr]), axis=0,
+                                 return_counts=True)
+        assert len(rows) == 20 and np.all(counts == 100)
+        assert len(np.unique(dup.Xte, axis=0)) == len(dup.Xte) == 1000
+    fs = sets["feature scales 1e2-1e4"]
+    np.testing.assert_allclose(fs.Xtr.std(axis=0), np.geomspace(1e2, 1e4, 8), rtol=0.1)
+    assert 500 < sets["y scale 1e3"].ytr.std() < 2000
+    for frac in (0.01, 0.05):
+        ds = sets[f"outliers {frac:.0%}"]
+        # the clean targets are x·w + 1 + N(0, 0.5²): refit on the test part, count the
+        # training residuals beyond 8 noise s.d. (gross ones are 20-50)
+        A = np.column_stack([ds.Xte, np.ones(len(ds.Xte))])
+        w = np.linalg.lstsq(A, ds.yte, rcond=None)[0]
+        train_res = ds.ytr - np.column_stack([ds.Xtr, np.ones(len(ds.Xtr))]) @ w
+        assert np.sum(np.abs(train_res) > 4.0) == int(frac * len(ds.ytr))
+        assert np.all(np.abs(ds.yte - A @ w) < 4.0)
+    counts = sets["poisson counts"].ytr
+    assert np.all(counts == np.round(counts)) and counts.min() >= 0

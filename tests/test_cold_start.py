@@ -88,8 +88,8 @@ def test_second_process_compiles_nothing(tmp_path):
     second = _run(_FIT, cache)
     assert first["cache_dir"] == cache
     assert first["misses"] == first["requests"] > 0  # a fresh cache: everything compiled
-    # a default fit and predict_proba compile four programs: the prior, the stream (with
-    # the dlr soundness check inside it), the predictive's parameter draws (the transform
+    # a default fit and predict_proba compile four programs: the prior, the stream (the
+    # prior bank's filters in one program), the predictive's parameter draws (the transform
     # of standard normals drawn on the host, made once per belief and kept, so that the
     # predictive's later calls neither draw nor transform) and the predictive; each
     # extra one costs a cold start 0.1-1 s

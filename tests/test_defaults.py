@@ -17,11 +17,11 @@
 import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes, load_digits
-from sklearn.linear_model import BayesianRidge
+from sklearn.linear_model import BayesianRidge, SGDClassifier
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from skbong import BongClassifier, BongRegressor
+from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
 from skbong import engine as E
 from skbong._regressor import AUTO_FULL_MAX
 from skbong.engine import DLRState, MeanCov
@@ -68,9 +68,18 @@ def _prequential_accuracy(hidden, X, y):
 
 
 def test_networks_at_defaults_learn_digits(digits_stream):
-    linear = _prequential_accuracy((), *digits_stream)
+    """Networks at their defaults, one pass, beat scikit-learn's online logistic regression
+    (``SGDClassifier(loss="log_loss")``, the same batches, predicted then learned)."""
+    X, y = digits_stream
+    sgd, hits = SGDClassifier(loss="log_loss", random_state=0), []
+    for start in range(0, len(y), 50):
+        rows = slice(start, start + 50)
+        if start:
+            hits.append(sgd.predict(X[rows]) == y[rows])
+        sgd.partial_fit(X[rows], y[rows], classes=np.arange(10))
+    baseline = np.concatenate(hits).mean()
     for hidden in [(32,), (64, 64)]:
-        assert _prequential_accuracy(hidden, *digits_stream) > linear, hidden
+        assert _prequential_accuracy(hidden, *digits_stream) > baseline, hidden
 
 
 def _kalman(X, y, v0, stationary, gamma, r):
@@ -106,8 +115,9 @@ def test_rank_above_the_parameter_count_is_clamped():
     # belief padded with 46 idle directions (which would change nothing but the cost)
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(40, 3)), rng.normal(size=40)
-    big = BongRegressor(family="dlr", rank=50, dtype="float64", random_state=0).fit(X, y)
-    exact = BongRegressor(family="dlr", rank=4, dtype="float64", random_state=0).fit(X, y)
+    one = dict(family="dlr", dtype="float64", prior_variance=1.0, random_state=0)
+    big = BongRegressor(rank=50, **one).fit(X, y)
+    exact = BongRegressor(rank=4, **one).fit(X, y)
     assert big._state[2].shape == (4, 4)
     np.testing.assert_array_equal(big.posterior_mean_, exact.posterior_mean_)
     np.testing.assert_array_equal(big.posterior_var_, exact.posterior_var_)
@@ -168,12 +178,17 @@ def test_auto_family_is_the_full_covariance_for_the_linear_regressor():
     assert isinstance(auto.posterior_, MeanCov)
     for a, b in zip(auto.posterior_, full.posterior_):
         np.testing.assert_array_equal(a, b)
-    # networks, user models and wide linear models take dlr; the classifier always does
+    # networks, user models and wide linear models take dlr; the classifier and the
+    # Poisson regressor take full up to 128 parameters (P = n_features · n_outputs + n_outputs)
     reg, clf = BongRegressor(), BongClassifier(family="auto")
     assert reg._auto_family(E.MLP(n_features=AUTO_FULL_MAX - 1, n_outputs=1)) == "full"
     assert reg._auto_family(E.MLP(n_features=AUTO_FULL_MAX, n_outputs=1)) == "dlr"  # P = max + 1
     assert reg._auto_family(E.MLP(n_features=3, n_outputs=1, hidden=(3,))) == "dlr"
-    assert clf._auto_family(E.MLP(n_features=3, n_outputs=1)) == "dlr"
+    assert clf._auto_family(E.MLP(n_features=127, n_outputs=1)) == "full"  # P = 128
+    assert clf._auto_family(E.MLP(n_features=128, n_outputs=1)) == "dlr"  # P = 129
+    assert clf._auto_family(E.MLP(n_features=3, n_outputs=1, hidden=(3,))) == "dlr"
+    assert BongPoissonRegressor()._auto_family(E.MLP(n_features=127, n_outputs=1)) == "full"
+    assert BongPoissonRegressor()._auto_family(E.MLP(n_features=128, n_outputs=1)) == "dlr"
     net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
     assert net.family_ == "dlr" and isinstance(net.posterior_, DLRState)
     assert BongRegressor(family="dlr").fit(X, y).family_ == "dlr"  # an explicit choice stays
@@ -229,7 +244,7 @@ def test_auto_dtype_is_float64_for_the_linear_model_only():
     X = np.column_stack([date, polls])
     y = 0.01 * (date - date.min()) + polls @ [0.3, -0.2, 0.1] + 0.5 * rng.normal(size=n)
     with pytest.raises(NonFiniteUpdateError, match="row 0"):
-        BongRegressor(dtype="float32").fit(X, y)
+        BongRegressor(dtype="float32", prior_variance=1.0).fit(X, y)
     est = BongRegressor().fit(X[:200], y[:200])
     assert est.n_skipped_ == 0 and est.posterior_mean_.dtype == np.float64
     assert est.score(X[200:], y[200:]) > 0
@@ -252,3 +267,28 @@ def test_auto_dtype_follows_the_width_of_the_linear_model():
     # two outputs double the parameters
     X = rng.normal(size=(3, AUTO_FLOAT64_MAX // 2))
     assert BongRegressor(family="diag").fit(X, X[:, :2]).posterior_mean_.dtype == np.float32
+
+
+@pytest.mark.parametrize("cls", [BongRegressor, BongClassifier, BongPoissonRegressor])
+def test_auto_prior_is_the_bank_for_the_linear_model_and_one_for_networks(cls):
+    """``prior_variance="auto"``: the evidence bank over PRIOR_GRID for the linear model,
+    σ₀² = 1 for a network (the same belief as ``prior_variance=1.0``, bitwise), and
+    ``"bank"`` the bank for a network too."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2))
+    y = np.abs(np.round(2 * X[:, 0])) if cls is BongPoissonRegressor else (X[:, 0] > 0).astype(int)
+    linear = cls(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(linear.prior_grid_, 10.0 ** np.arange(-3, 4))
+    assert linear.prior_weights_.shape == (7,) and linear._state[0].shape[0] == 7
+    net = cls(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
+    one = cls(hidden_layer_sizes=(3,), prior_variance=1.0, random_state=0).fit(X, y)
+    assert net.prior_variance_ == 1.0
+    for a, b in zip(net._state, one._state):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(AttributeError, match="a bank learns prior_variance"):
+        net.prior_weights_  # noqa: B018
+    bank = cls(hidden_layer_sizes=(3,), prior_variance="bank", random_state=0).fit(X, y)
+    assert bank.prior_weights_.shape == (7,) and bank.prior_variance_ in bank.prior_grid_
+    # a fitted bank cannot become one filter by set_params (the belief's shape differs)
+    with pytest.raises(ValueError, match="changed since the estimator was fitted"):
+        linear.set_params(prior_variance=1.0).partial_fit(X, y)

@@ -85,7 +85,7 @@ def test_drift_bank_is_the_ou_kalman_filters_weighted_by_their_evidence(prior_va
         assert est.prior_variance_ == PRIOR_GRID[np.argmax(table.sum(axis=1))]
     else:
         assert est.prior_variance_ == PRIOR_VAR
-        with pytest.raises(AttributeError, match="prior_variance='auto'"):
+        with pytest.raises(AttributeError, match="a bank learns prior_variance"):
             _ = est.prior_weights_
     # the prediction is the weighted mixture of the filters' means
     H = np.column_stack([X[:4], np.ones(4)])

@@ -77,7 +77,9 @@ def _reg(**kw):
 
 
 def _clf(**kw):
-    params = dict(CONJ)
+    # one filter at σ₀² = 1: the plugin predictive is then the link of coef_ (a prior
+    # bank, the linear classifier's default, mixes its filters' links instead)
+    params = dict(CONJ, prior_variance=1.0)
     params.update(kw)
     return BongClassifier(**params)
 

@@ -156,7 +156,7 @@ def test_streaming_pipeline_behaves_as_pipeline():
     assert_array_equal(sp.predict_proba(X), p.predict_proba(X))
     assert sp.score(X, Y_BIN) == p.score(X, Y_BIN)
     assert_array_equal(sp[-1].posterior_mean_, p[-1].posterior_mean_)
-    assert sp.get_params()["clf__prior_variance"] == 1.0
+    assert sp.get_params()["clf__prior_variance"] == "auto"
     # a final step without partial_fit: no partial_fit on the pipeline either
     assert not hasattr(
         StreamingPipeline([("s", StandardScaler()), ("lr", LinearRegression())]), "partial_fit"
@@ -208,7 +208,7 @@ def test_float32_predictions_do_not_depend_on_the_rows_beside_them(compiles):
     rng = np.random.default_rng(9)
     X = rng.normal(size=(40, width))
     y = rng.poisson(np.exp(0.3 * X[:, 0]))
-    est = BongPoissonRegressor(random_state=0).fit(X, y)
+    est = BongPoissonRegressor(family="dlr", prior_variance=1.0, random_state=0).fit(X, y)
     assert est.posterior_mean_.dtype == np.float32 and est.family_ == "dlr"
     batch = est.predict(X[:20])
     alone = np.concatenate([est.predict(X[i : i + 1]) for i in range(20)])
@@ -277,7 +277,7 @@ def test_poisson_linearised_predictions_run_in_small_blocks(monkeypatch):
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(30, 3))
-    est = BongPoissonRegressor(random_state=0).fit(X, rng.poisson(np.exp(0.3 * X[:, 0])))
+    est = BongPoissonRegressor(prior_variance=1.0, random_state=0).fit(X, rng.poisson(np.exp(0.3 * X[:, 0])))
     assert est.posterior_mean_.dtype == np.float32
     monkeypatch.setattr(posterior, "_BLOCK_ELEMENTS", 10 * est.posterior_mean_.shape[0])
     moments = _spy(monkeypatch, E, "predict_moments")
@@ -290,7 +290,7 @@ def test_poisson_linearised_predictions_run_in_small_blocks(monkeypatch):
 def test_partial_fit_compiles_bounded_programs(compiles):
     width = 7  # used nowhere else: every program for it is new
     rng = np.random.default_rng(7)
-    clf = BongClassifier(family="diag", random_state=0)
+    clf = BongClassifier(family="diag", prior_variance=1.0, random_state=0)  # one filter
     sizes = [1, 2, 3, 7, 8, 9, 63, 64, 65, 100, 511, 512, 513, 1000]
     for i, n in enumerate(sizes):
         Xb = rng.normal(size=(n, width))

@@ -175,7 +175,7 @@ def test_poisson_shards_merge_near_the_sequential_fit():
 
     rng = np.random.default_rng(1)
     counts = rng.poisson(np.exp(0.5 + X @ [0.3, -0.2, 0.1]))
-    est = BongPoissonRegressor(family="full", dtype="float64")
+    est = BongPoissonRegressor(family="full", prior_variance=1.0, dtype="float64")
     fitted = fit_partitions(est, da.from_array(X, chunks=10), da.from_array(counts, chunks=10))
     assert len({s.prior_intercept_ for s in _shards(est, np.split(np.arange(N), 4), y=counts)}) == 4
     sequential = clone(est).fit(X, counts)
@@ -201,7 +201,7 @@ def test_weighted_shards_merge_exactly():
 # ------------------------------------------------------------ non-conjugate merges
 @pytest.fixture(scope="module")
 def logistic_shards():
-    est = BongClassifier(family="full", dtype="float64", random_state=0)
+    est = BongClassifier(family="full", prior_variance=1.0, dtype="float64", random_state=0)
     parts = np.split(np.arange(N), [12, 13, 30])
     return _shards(est, parts, y=Y_BIN, classes=[0, 1])
 
@@ -285,11 +285,11 @@ def _never_computed(n=10):
             r"noise_posterior='auto'.*'factorised' for networks",
         ),
         (dict(noise_posterior="factorised"), Y, r"noise_posterior='factorised'.*Σ = ŝ V"),
-        (dict(prior_variance="auto", family="dlr", rank=2), Y, r"'auto'.*rank=2 < P=4"),
-        (dict(prior_variance="auto", family="diag"), Y, r"'auto'.*family='diag' is not exact"),
-        (dict(prior_variance="auto", hessian="lin_ef"), Y, r"'auto'.*hessian='lin_ef'"),
-        (dict(prior_variance="auto", batch_size=2), Y, r"'auto'.*batch_size=2"),
-        (dict(prior_variance="auto", hidden_layer_sizes=(3,), obs_variance=1.0), Y, r"'auto'.*network"),
+        (dict(prior_variance="auto", family="dlr", rank=2), Y, r"prior bank.*rank=2 < P=4"),
+        (dict(prior_variance="auto", family="diag"), Y, r"prior bank.*family='diag' is not exact"),
+        (dict(prior_variance="auto", hessian="lin_ef"), Y, r"prior bank.*hessian='lin_ef'"),
+        (dict(prior_variance="auto", batch_size=2), Y, r"prior bank.*batch_size=2"),
+        (dict(prior_variance="bank", hidden_layer_sizes=(3,), obs_variance=1.0), Y, r"prior bank.*network"),
         ({}, np.c_[Y, Y], r"learned noise of 2 outputs"),
     ],
 )
@@ -299,9 +299,12 @@ def test_refuses_what_time_order_or_inexact_evidence_forbid(params, y, match):
         fit_partitions(est, _never_computed(), da.from_array(y[:10], chunks=10))
 
 
-def test_refuses_a_classifier_bank_before_fitting():
-    clf = BongClassifier(prior_variance="auto")
-    with pytest.raises(ValueError, match=r"'auto'.*bernoulli likelihood is not conjugate"):
+@pytest.mark.parametrize("prior_variance", ["auto", "bank"])
+def test_refuses_a_classifier_bank_before_fitting(prior_variance):
+    """The linear classifier's default prior is a bank, whose evidence is not a marginal
+    likelihood: refused, naming the remedy, before any partition is computed."""
+    clf = BongClassifier(prior_variance=prior_variance)
+    with pytest.raises(ValueError, match=r"prior bank.*bernoulli likelihood is not conjugate.*fixed prior_variance"):
         fit_partitions(clf, _never_computed(), da.from_array(Y_BIN[:10], chunks=10), classes=[0, 1])
 
 
@@ -384,7 +387,7 @@ def test_fit_partitions_bank_and_empty_partitions():
 def test_fit_partitions_classifier_is_the_merge_of_its_partitions(logistic_shards):
     """The labels are found in y (a partition holding one class is fine); the result is
     merge_posteriors of the partitions' fits and continues with partial_fit."""
-    clf = BongClassifier(family="full", dtype="float64", random_state=0)
+    clf = BongClassifier(family="full", prior_variance=1.0, dtype="float64", random_state=0)
     chunks = ((12, 1, 17, 10), (3,))
     assert len(np.unique(Y_BIN[12:13])) == 1
     with dask.config.set(scheduler="synchronous"):

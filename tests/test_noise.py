@@ -242,7 +242,7 @@ def test_bank_evidence_is_the_marginal_likelihood(obs_variance):
     from skbong._bank import PRIOR_GRID
 
     X, y = _data(n=30, seed=9)
-    est = _reg(prior_variance="auto", obs_variance=obs_variance)
+    est = _reg(prior_variance="bank", obs_variance=obs_variance)
     est.fit(X[:11], y[:11]).partial_fit(X[11:], y[11:])  # any split of the stream
     if obs_variance == "auto":
         ref = [nig_log_evidence(X, y, v) for v in PRIOR_GRID]
@@ -270,7 +270,7 @@ def test_network_bank_evidence_is_discounted():
 
     X, y = _data(n=12, seed=12)
     n, kw = len(y), dict(hidden_layer_sizes=(3,), family="dlr", rank=4)
-    bank = _reg(prior_variance="auto", **kw).fit(X[:5], y[:5]).partial_fit(X[5:], y[5:])
+    bank = _reg(prior_variance="bank", **kw).fit(X[:5], y[:5]).partial_fit(X[5:], y[5:])
     later = []
     for v in PRIOR_GRID:
         alone = _reg(prior_variance=v, **kw).fit(X[:1], y[:1])
@@ -279,7 +279,7 @@ def test_network_bank_evidence_is_discounted():
             terms.append(alone.predict_logpdf(X[t : t + 1], y[t : t + 1])[0])
             alone.partial_fit(X[t : t + 1], y[t : t + 1])
         later.append(terms)
-    row0 = _reg(prior_variance="auto", **kw).fit(X[:1], y[:1]).log_evidence_
+    row0 = _reg(prior_variance="bank", **kw).fit(X[:1], y[:1]).log_evidence_
     expected = 0.99 ** (n - 1) * row0 + np.array(later) @ 0.99 ** np.arange(n - 2, -1, -1.0)
     np.testing.assert_allclose(bank.log_evidence_, expected, rtol=1e-9)
     assert not np.allclose(bank.log_evidence_, row0 + np.sum(later, axis=1), rtol=1e-6)
@@ -288,7 +288,7 @@ def test_network_bank_evidence_is_discounted():
 def test_bank_predictive_is_the_mixture():
     X, y = _data(n=25, seed=10)
     Xt, yt = _data(n=5, seed=11)
-    bank = _reg(prior_variance="auto", calibration=None).fit(X, y)
+    bank = _reg(prior_variance="bank", calibration=None).fit(X, y)
     parts = [_reg(prior_variance=v).fit(X, y) for v in bank.prior_grid_]
     w = bank.prior_weights_
     dens = np.array([np.exp(p.predict_logpdf(Xt, yt)) for p in parts])

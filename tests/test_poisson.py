@@ -11,6 +11,10 @@
   the ``linmc`` log pmf against adaptive quadrature (scipy ``quad``, independent of the
   Gauss–Hermite rule in the estimator) to 1e-8; the mean of ``sample_f`` within 5
   standard errors of exp(m + v/2), which is exact for the linear model.
+* ``test_default_prior_bank_mixes_each_filters_moments``: the default prior bank of the
+  linear model: each filter's weight from its summed plug-in one-step-ahead log pmf
+  under that recursion, and the predictive mean and variance of the weighted mixture
+  (law of total variance over the filters), rtol 1e-8.
 * ``test_close_to_poisson_regressor``: a real count data set (linnerud: chin-ups) and a
   synthetic one at three count scales, one pass at the defaults against
   ``sklearn.linear_model.PoissonRegressor`` (unpenalised): both estimate the same
@@ -147,6 +151,44 @@ def test_predictive_closed_forms(stream):
     assert np.all(np.abs(draws.mean(axis=1) - mu) < 5 * std / np.sqrt(n))
 
 
+def test_default_prior_bank_mixes_each_filters_moments(stream):
+    """The default ``prior_variance="auto"`` (the bank, for the linear model): each filter
+    is the Newton recursion at its σ₀², its weight the exp of its summed plug-in
+    one-step-ahead log pmf, and ``predict(return_std=True)`` the mixture's moments:
+    mean Σ wₖ μₖ and variance Σ wₖ (vₖ + μₖ²) − mean², with μₖ and vₖ each filter's
+    log-normal–Poisson moments (filters below weight 1e-9 left out, as documented)."""
+    X, y, _, _ = stream
+    est = BongPoissonRegressor(family="full", dtype="float64").fit(X, y)
+    grid = 10.0 ** np.arange(-3, 4)
+    Z = np.hstack([X, np.ones((len(X), 1))])
+    log_ev, moments = [], []
+    Xt = np.random.default_rng(5).normal(size=(6, 4))
+    Zt = np.hstack([Xt, np.ones((6, 1))])
+    for prior_var in grid:
+        ev = 0.0
+        for n in range(len(y)):  # the plug-in log pmf of row n under the first n rows' mean
+            mean_n = _newton(X[:n], y[:n], prior_var, backtrack=20, centre=est.prior_intercept_)[0]
+            ev += scipy.stats.poisson.logpmf(y[n], np.exp(Z[n] @ mean_n))
+        mean, cov, _ = _newton(X, y, prior_var, backtrack=20)
+        m, v = Zt @ mean, np.einsum("np,pq,nq->n", Zt, cov, Zt)
+        mu = np.exp(m + v / 2)
+        log_ev.append(ev)
+        moments.append((mu, mu + np.expm1(v) * mu**2))
+    weights = np.exp(np.array(log_ev) - max(log_ev))
+    weights /= weights.sum()
+    np.testing.assert_allclose(est.prior_weights_, weights, rtol=1e-8, atol=1e-12)
+    assert np.sum(weights > 0.01) >= 2  # a real mixture, not one filter
+    keep = weights >= 1e-9
+    w = weights[keep] / weights[keep].sum()
+    mus = np.array([mu for mu, _ in moments])[keep]
+    variances = np.array([var for _, var in moments])[keep]
+    mix_mean = w @ mus
+    mix_var = w @ (variances + mus**2) - mix_mean**2
+    mu, std = est.predict(Xt, return_std=True)
+    np.testing.assert_allclose(mu, mix_mean, rtol=1e-8)
+    np.testing.assert_allclose(std**2, mix_var, rtol=1e-8)
+
+
 def _linnerud():
     data = load_linnerud()
     return StandardScaler().fit_transform(data.target), data.data[:, 0]  # chin-ups
@@ -161,7 +203,9 @@ def test_close_to_poisson_regressor(case):
         X, y = _counts(3000, case, 1)
         Xtr, ytr, Xte, yte = X[:2000], y[:2000], X[2000:], y[2000:]
     ref = PoissonRegressor(alpha=0.0, tol=1e-10, max_iter=1000).fit(Xtr, ytr)
-    est = BongPoissonRegressor(dtype="float64").fit(Xtr, ytr)
+    # σ₀² = 1: the default prior bank's empirical-Bayes prior shrinks linnerud's 20-row
+    # fit toward zero, as a penalised fit would, and the comparison is with the MLE
+    est = BongPoissonRegressor(prior_variance=1.0, dtype="float64").fit(Xtr, ytr)
     sd = np.sqrt(est.posterior_var_)
     diff = np.abs(np.append(est.coef_, est.intercept_) - np.append(ref.coef_, ref.intercept_))
     assert np.all(diff < 2 * sd), (diff, sd)
@@ -206,7 +250,7 @@ def test_a_first_count_far_from_the_rest():
     held-out D² within 0.1 of PoissonRegressor's after 350 rows (how far it recovers
     depends on the stream: benchmarks/bench_poisson.py, docs "Limits")."""
     X, y = _far_first_count()
-    est = BongPoissonRegressor(family="full", backtrack=0).partial_fit(X[:1], y[:1])
+    est = BongPoissonRegressor(family="full", prior_variance=1.0, backtrack=0).partial_fit(X[:1], y[:1])
     with pytest.raises(NonFiniteUpdateError, match="nothing from this call was applied"):
         for i in range(1, 20):
             before = pickle.dumps(est)

@@ -35,8 +35,8 @@ def test_full_posterior_is_the_closed_form():
     np.testing.assert_allclose(post.cov, cov, rtol=1e-10, atol=1e-14)
 
 
-@pytest.mark.parametrize("est", [BongRegressor(family="dlr", obs_variance=0.09, rank=3, dtype="float64"),
-                                 BongClassifier(rank=3, dtype="float64")])
+@pytest.mark.parametrize("est", [BongRegressor(family="dlr", obs_variance=0.09, rank=3, prior_variance=1.0, dtype="float64"),
+                                 BongClassifier(family="dlr", rank=3, prior_variance=1.0, dtype="float64")])
 def test_dlr_marginal_variances_invert_the_precision(est):
     X, y = _data()
     if isinstance(est, BongClassifier):

@@ -211,14 +211,15 @@ def test_estimators_cache_their_draws(monkeypatch):
             p = np.exp(np.asarray(E.predict_log_proba(cfg, state, x, key, "mc", 50, thetas)))
         return (p / p.sum(axis=1, keepdims=True))[:5]
 
-    clf = BongClassifier(predictive="mc", predictive_samples=50, random_state=0).fit(X[:40], y[:40])
+    one = dict(prior_variance=1.0, predictive="mc", predictive_samples=50, random_state=0)
+    clf = BongClassifier(**one).fit(X[:40], y[:40])
     np.testing.assert_allclose(clf.predict_proba(X[:5]), reference(clf), rtol=1e-12)
     assert clf._draws_cache[0] is clf._state
     np.testing.assert_allclose(clf.predict_proba(X[:1]), reference(clf)[:1], rtol=1e-12)
     clf.partial_fit(X[40:], y[40:])
     np.testing.assert_allclose(clf.predict_proba(X[:5]), reference(clf), rtol=1e-12)
     monkeypatch.setattr(post, "NORMALS_MAX", 10)
-    fresh = BongClassifier(predictive="mc", predictive_samples=50, random_state=0).fit(X, y)
+    fresh = BongClassifier(**one).fit(X, y)
     assert fresh._normals(50) is None
     np.testing.assert_allclose(fresh.predict_proba(X[:5]), reference(fresh, keyed=True), rtol=1e-12)
     assert fresh._draws_cache == []

@@ -147,7 +147,7 @@ def test_skip_that_leaves_non_finite_predictions_is_refused_whole():
     measured, the call is refused."""
     import jax
 
-    skip = BongRegressor(family="dlr", on_error="skip").fit(X, Y)
+    skip = BongRegressor(family="dlr", prior_variance=1.0, on_error="skip").fit(X, Y)
     before, pred = _state(skip), skip.predict(X)
     try:
         with warnings.catch_warnings():

@@ -161,7 +161,7 @@ def test_variational_regressor_sample_f():
 
 # --------------------------------------------------------------- sample_proba
 def test_sample_proba_binary_logits_are_the_posterior_of_f():
-    clf = BongClassifier(family="diag", dtype="float64", random_state=0).fit(X, Y_BIN)
+    clf = BongClassifier(family="diag", prior_variance=1.0, dtype="float64", random_state=0).fit(X, Y_BIN)
     phi = _design(X_NEW)
     f_mean = phi @ clf.posterior_mean_
     f_var = phi**2 @ clf.posterior_var_

@@ -78,13 +78,37 @@ def unit_chol_inverse(inner):
     a triangular solve: on CPU the LAPACK solve with k ≪ P is 20–1000× slower than the
     product. Since ``inner ⪰ I``, every singular value of L is ≥ 1 and ‖L⁻¹‖ ≤ 1, so
     the explicit inverse loses nothing in accuracy. An ``inner`` that overflowed gives
-    NaN, not the 0 of 1 / √∞, which would silently drop the update it belongs to.
+    NaN, not the 0 of 1 / √∞, which would silently drop the update it belongs to. Where
+    rounding has made a finite ``inner`` indefinite, so that the factorisation fails,
+    the result is :func:`_clamped_inverse_root`'s M (a branch taken only then): callers
+    use only ``Mᵀ M = inner⁻¹``, which L⁻¹ and M share. Only up to tr(inner) ≤ 1/ε²:
+    beyond it (a sample weight of 1e30, say) the rounding, about ε tr(inner), swamps
+    all but the largest direction, and the NaN refuses the step as before.
     """
-    if inner.shape[0] == 1:  # a 1 × 1 Cholesky factor is a square root
-        inv = 1.0 / jnp.sqrt(inner)
-    else:
-        inv = tril_inverse(cholesky(sym(inner)))
-    return jnp.where(jnp.all(jnp.isfinite(inner)), inv, jnp.nan)
+    finite = jnp.all(jnp.isfinite(inner))
+    if inner.shape[0] == 1:  # a 1 × 1 Cholesky factor is a square root (1 + q ≥ 1 in rounding)
+        return jnp.where(finite, 1.0 / jnp.sqrt(inner), jnp.nan)
+    inv = tril_inverse(cholesky(sym(inner)))
+    eps = jnp.finfo(inner.dtype).eps
+    failed = finite & ~jnp.all(jnp.isfinite(inv)) & (jnp.trace(inner) <= 1.0 / eps**2)
+    inv = jax.lax.cond(failed, _clamped_inverse_root, lambda a: inv, inner)
+    return jnp.where(finite, inv, jnp.nan)
+
+
+def _clamped_inverse_root(inner):
+    """``M = diag(max(λ, 1))^(−1/2) Qᵀ`` from ``inner = Q diag(λ) Qᵀ``: ``Mᵀ M = inner⁻¹``,
+    the role of L⁻¹ in :func:`unit_chol_inverse` (every caller needs only that).
+
+    The fallback for an ``inner = I + AᵀA`` whose rounded form is not positive
+    definite: once cond(inner) passes about 1/ε (a precision grown along a direction
+    seen many times, such as a duplicated row, against a prior precision 10⁸ times
+    smaller in float32), the rounding of the Gram product AᵀA, about ε ‖A‖², exceeds the
+    smallest eigenvalue 1 and the Cholesky factorisation fails. Every eigenvalue of the
+    exact matrix is ≥ 1, so the computed ones are clamped at that bound: the inverse is
+    then the rounded matrix's, its eigenvalues off by at most about ε tr(inner) (the
+    rounding it already carries), and never NaN."""
+    lam, vecs = eigh(sym(inner))
+    return (vecs * jax.lax.rsqrt(jnp.maximum(lam, 1.0))[None, :]).T
 
 
 def woodbury_lowrank_downdate(cov, factor, coef, rest):

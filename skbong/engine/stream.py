@@ -132,7 +132,8 @@ def _noise_finish(config, noise, x, y, f, w, mean):
     ratio ŝ' / ŝ of the coupled belief (``None`` for the factorised one, whose
     covariance is not rescaled)."""
     new_noise = noise_lib.update(
-        noise, y, f, config.model.apply(mean, x), w, config.noise_discount
+        noise, y, f, config.model.apply(mean, x), w, config.noise_discount,
+        config.impl.likelihood.obs_dof,
     )
     ratio = noise_lib.covariance_ratio(noise, new_noise) if config.noise_coupled else None
     return ratio, noise_lib.is_valid(new_noise), new_noise
@@ -150,12 +151,15 @@ def _gaussian_evidence(config, family, predicted, noise, x, y, f, obs_var):
     """log p(yᵢ | xᵢ, past) under the linearised predictive of each row: Gaussian with
     variance diag(J Σ Jᵀ) + R, or with learned noise the Student-t with 2a degrees of
     freedom and that squared scale (:mod:`.noise`). For the linear-Gaussian model this is
-    the exact one-step predictive, so its running sum is the log marginal likelihood."""
+    the exact one-step predictive, so its running sum is the log marginal likelihood.
+    Student-t noise of ν degrees of freedom (``obs_dof``) gives a Student-t of ν, or of
+    min(ν, 2a) with the learned noise, on the same squared scale."""
     scale2 = _scale2(config, family, predicted, x, f, obs_var, linearised=True)
     z2 = (y - f) ** 2 / scale2
-    if noise is None:
+    obs_dof = config.impl.likelihood.obs_dof
+    if noise is None and obs_dof == float("inf"):
         return -0.5 * jnp.sum(z2 + jnp.log(2 * jnp.pi * scale2), axis=1)
-    nu = noise_lib.predictive_dof(noise)
+    nu = obs_dof if noise is None else noise_lib.predictive_dof(noise, obs_dof)
     log_t = (
         jax.scipy.special.gammaln(0.5 * (nu + 1))
         - jax.scipy.special.gammaln(0.5 * nu)

@@ -1,0 +1,189 @@
+"""Networks learn from the data users have: duplicated rows (a precision grown past 1/ε
+along repeated directions) and raw input scales (the first call's standardisation)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.base import clone
+
+from skbong import BongClassifier, BongRegressor
+from skbong._inputs import INPUT_RMS_MAX
+from skbong.engine import linalg
+
+
+def _duplicated(seed, reps=100):
+    """20 distinct rows, each repeated ``reps`` times in a shuffled order, with noise-free
+    targets a network can fit exactly (y = 2x − 1): the learned noise falls toward 0 and
+    the precision along the rows' directions grows past 1/ε of float32."""
+    rng = np.random.default_rng(100 + seed)
+    x0 = rng.normal(size=(20, 1))
+    y0 = 2.0 * x0[:, 0] - 1.0
+    idx = rng.permutation(np.repeat(np.arange(20), reps))
+    return x0, y0, x0[idx], y0[idx]
+
+
+def test_duplicated_rows_are_learned():
+    # before the fallback of unit_chol_inverse every one of these fits refused an update
+    # between rows 640 and 1,160
+    for seed in range(3):
+        x0, y0, X, y = _duplicated(seed)
+        reg = BongRegressor(hidden_layer_sizes=(32,), random_state=seed).fit(X, y)
+        assert reg.n_skipped_ == 0
+        # the rows were seen 100 times each without noise: a model that learned them
+        # predicts them far better than 1 % of the targets' spread (a model that had not
+        # would be off by about their spread, 2)
+        err = np.abs(reg.predict(x0) - y0)
+        assert err.max() < 1e-2 * y0.std(), err.max()
+        mean, std = reg.predict(x0, return_std=True)
+        assert np.all(np.isfinite(std)) and np.all(std > 0)
+
+
+def _inner(k=11, p=200, big=1e5, seed=0):
+    """I + AᵀA (float32) with one column of A nearly parallel to a large one: cond ≈ big²."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(p, k))
+    a[:, 1] = a[:, 0] * (1 + 1e-6)
+    a[:, :2] *= big
+    a = jnp.asarray(a, jnp.float32)
+    return jnp.eye(k, dtype=jnp.float32) + a.T @ a
+
+
+def test_unit_chol_inverse_falls_back_only_where_the_factorisation_fails():
+    ill = _inner()
+    assert not np.all(np.isfinite(np.asarray(linalg.tril_inverse(linalg.cholesky(ill)))))
+    m = np.asarray(jax.jit(linalg.unit_chol_inverse)(ill), np.float64)
+    assert np.all(np.isfinite(m))
+    # Mᵀ M = inner⁻¹ with every eigenvalue of inner clamped at its exact bound 1, so M's
+    # singular values are at most 1 (up to float32 rounding of the eigenvectors)
+    assert np.linalg.norm(m, 2) <= 1 + 1e-5
+    # a well-conditioned inner keeps its Cholesky factor, bit for bit
+    good = _inner(big=1.0)
+    chol = np.asarray(jax.jit(lambda a: linalg.tril_inverse(linalg.cholesky(linalg.sym(a))))(good))
+    np.testing.assert_array_equal(np.asarray(jax.jit(linalg.unit_chol_inverse)(good)), chol)
+    # overflow still gives NaN (a dropped update would be silent)
+    assert np.all(np.isnan(np.asarray(linalg.unit_chol_inverse(good.at[0, 0].set(jnp.inf)))))
+
+
+def test_clamped_inverse_root_is_an_inverse_root():
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(30, 6))
+    inner = np.eye(6) + a.T @ a
+    with jax.enable_x64(True):
+        m = np.asarray(linalg._clamped_inverse_root(jnp.asarray(inner)))
+    np.testing.assert_allclose(m.T @ m @ inner, np.eye(6), atol=1e-12)
+
+
+def _raw(n, scale, seed, classify=False):
+    """z ~ N(0, 1) in 5 columns seen as x = scale · z + 3 · scale (an offset of 3 s.d.),
+    with y from the known function of z."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 5))
+    f = np.sin(2 * z[:, 0]) + z[:, 1]
+    y = (f > 0).astype(int) if classify else f + 0.1 * rng.normal(size=n)
+    return scale * z + 3 * scale, y, z
+
+
+def _linear_r2(z, y, zt, yt):
+    """Test R² of least squares on z (the independent baseline of the regressor)."""
+    design = np.c_[z, np.ones(len(z))]
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    pred = np.c_[zt, np.ones(len(zt))] @ coef
+    return 1 - np.mean((yt - pred) ** 2) / np.var(yt)
+
+
+@pytest.mark.parametrize("scale", [1e2, 1e4])
+def test_regressor_learns_from_raw_inputs(scale):
+    X, y, z = _raw(2000, scale, 0)
+    Xt, yt, zt = _raw(1000, scale, 1)
+    reg = BongRegressor(hidden_layer_sizes=(32,), random_state=0).fit(X, y)
+    r2 = reg.score(Xt, yt)
+    # the noise (0.1) leaves R² ≤ 1 − 0.01 / Var(y) ≈ 0.99; the linear model of z gets
+    # about 0.65 (sin(2z) is far from linear): the network must beat it clearly
+    linear = _linear_r2(z, y, zt, yt)
+    assert r2 > max(0.85, linear + 0.15), (r2, linear)
+    np.testing.assert_allclose(reg.input_mean_, X.mean(axis=0))
+    np.testing.assert_allclose(reg.input_scale_, X.std(axis=0))
+
+
+@pytest.mark.parametrize("scale", [1e2, 1e4])
+def test_classifier_learns_from_raw_inputs(scale):
+    X, y, z = _raw(2000, scale, 0, classify=True)
+    Xt, yt, zt = _raw(1000, scale, 1, classify=True)
+    clf = BongClassifier(hidden_layer_sizes=(32,), random_state=0).fit(X, y)
+    # the labels are a deterministic function of z (Bayes accuracy 1); the best linear
+    # rule (sign of z₁ + 2 z₀ near the origin) is about 0.8 accurate
+    linear = np.mean(((z[:, 1] + 2 * z[:, 0]) > 0) == y)
+    assert clf.score(Xt, yt) > max(0.9, linear + 0.05), (clf.score(Xt, yt), linear)
+
+
+def _standardised(X, est):
+    return (X - est.input_mean_) / est.input_scale_
+
+
+@pytest.mark.parametrize("cls", [BongRegressor, BongClassifier])
+def test_raw_predictions_equal_the_standardised_models(cls):
+    """The network fitted on raw rows is, bit for bit, the one fitted on the rows
+    standardised with its input_mean_ / input_scale_ (which are used as given), in fit,
+    partial_fit and every prediction; input gradients follow the chain rule."""
+    classify = cls is BongClassifier
+    X, y, _ = _raw(600, 1e4, 2, classify=classify)
+    X2, y2, _ = _raw(300, 1e2, 3, classify=classify)  # a later call on another scale
+    Xt, _, _ = _raw(50, 1e4, 4, classify=classify)
+    raw = cls(hidden_layer_sizes=(8,), random_state=0).fit(X, y).partial_fit(X2, y2)
+    std = clone(raw).fit(_standardised(X, raw), y).partial_fit(_standardised(X2, raw), y2)
+    np.testing.assert_array_equal(std.input_mean_, 0.0)  # used as given
+    np.testing.assert_array_equal(std.input_scale_, 1.0)
+    assert raw.input_mean_[0] > 1e4  # the first call's statistics, kept by partial_fit
+    np.testing.assert_array_equal(raw._state[0], std._state[0])
+    Zt = _standardised(Xt, raw)
+    if classify:
+        np.testing.assert_array_equal(raw.predict_proba(Xt), std.predict_proba(Zt))
+        return
+    for a, b in zip(raw.predict(Xt, return_std=True), std.predict(Zt, return_std=True)):
+        np.testing.assert_array_equal(a, b)
+    _, grad_raw = raw.predict(Xt[:1], return_mean_grad=True)
+    _, grad_std = std.predict(Zt[:1], return_mean_grad=True)
+    np.testing.assert_allclose(grad_raw, grad_std / raw.input_scale_, rtol=1e-12)
+
+
+def test_inputs_on_the_priors_scale_are_used_as_given():
+    rng = np.random.default_rng(5)
+    X = INPUT_RMS_MAX * 0.99 * rng.normal(size=(200, 3)) / 1.2  # every column's RMS ≤ 3
+    assert np.sqrt(np.mean(X**2, axis=0)).max() <= INPUT_RMS_MAX
+    y = X[:, 0]
+    net = BongRegressor(hidden_layer_sizes=(4,), random_state=0).fit(X, y)
+    np.testing.assert_array_equal(net.input_mean_, 0.0)
+    np.testing.assert_array_equal(net.input_scale_, 1.0)
+    # the linear model is never standardised, whatever the scale
+    lin = BongRegressor().fit(100 * X + 1e3, y)
+    np.testing.assert_array_equal(lin.input_mean_, 0.0)
+    # one row says nothing of the spread: used as given
+    one = BongRegressor(hidden_layer_sizes=(4,), random_state=0).partial_fit(100 * X[:1], y[:1])
+    np.testing.assert_array_equal(one.input_scale_, 1.0)
+
+
+def test_the_statistics_weigh_rows_by_their_sample_weight():
+    rng = np.random.default_rng(6)
+    X = 50 * rng.normal(size=(40, 2)) + 200
+    y = rng.normal(size=40)
+    w = rng.integers(0, 4, size=40)
+    weighted = BongRegressor(hidden_layer_sizes=(4,), random_state=0).fit(X, y, sample_weight=w)
+    rep = np.repeat(np.arange(40), w)
+    np.testing.assert_allclose(weighted.input_mean_, X[rep].mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(weighted.input_scale_, X[rep].std(axis=0), rtol=1e-12)
+
+
+def test_a_constant_column_is_centred_not_scaled():
+    rng = np.random.default_rng(7)
+    X = np.c_[100 * rng.normal(size=50), np.full(50, 7.0)]
+    net = BongRegressor(hidden_layer_sizes=(4,), random_state=0).fit(X, rng.normal(size=50))
+    assert net.input_scale_[1] == 1.0 and net.input_mean_[1] == 7.0
+    assert np.all(np.isfinite(net.predict(X)))
+
+
+def test_sklearn_n_features_in_check_passes_for_the_network_classifier():
+    from sklearn.utils.estimator_checks import check_n_features_in
+
+    # X = N(100, 1): before the standardisation the classifier refused row ~110
+    check_n_features_in("BongClassifier", BongClassifier(hidden_layer_sizes=(32,)))
