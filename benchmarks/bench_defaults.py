@@ -62,7 +62,7 @@ A linear skbong row is compared with the linear baselines of its case, a network
 the network baseline, a static stream learner with the static river model, a forgetting one
 with both river models; against the best of them on each metric. Metrics (lower is
 better): log-loss for classifiers; test NLL and RMSE for regression and counts. relative
-gap = (skbong - baseline) / |baseline|; a row breaks the rule when the gap exceeds 0.02 or
+gap = (skbong - baseline) / abs(baseline); a row breaks the rule when the gap exceeds 0.02 or
 the skbong fit failed. (A relative gap of an NLL near 0 is large for a small absolute
 difference: the absolute gap is printed beside it.)
 
@@ -777,7 +777,7 @@ def comparable(ours, theirs):
 
 def comparisons(results, rule=RULE):
     """One record per (case, skbong row, metric): the best comparable baseline on that
-    metric, the relative gap (skbong - baseline) / |baseline| (lower is better for every
+    metric, the relative gap (skbong - baseline) / abs(baseline) (lower is better for every
     metric) and the ratio of fit (stream: total) seconds. ``status`` is "LOSS" when the
     gap exceeds ``rule``, "FAILED" when the skbong fit failed, "no baseline" when no
     comparable baseline has a finite value, else "ok"."""
@@ -825,7 +825,7 @@ def print_comparisons(records, rule=RULE):
              "rel %": None if c["rel"] is None else f"{100 * c['rel']:+.1f}",
              "time x": None if c["time_x"] is None else f"{c['time_x']:.3g}"}
             for c in records]
-    print(f"\n== every comparison (rel % = 100 (skbong - baseline) / |baseline|, lower is "
+    print(f"\n== every comparison (rel % = 100 (skbong - baseline) / abs(baseline), lower is "
           f"better; LOSS: rel above {100 * rule:g} %;\n   time x: skbong fit_s (streams "
           "total_s) / the baseline's)")
     print_table(rows, cols)
