@@ -26,7 +26,7 @@ from skbong import engine as E  # noqa: E402
 
 RESULTS = ROOT / "results"
 
-# The headline cases of DESIGN.md ("numbers to beat"); the MLPs use ReLU.
+# The headline cases (the authors' code's per-step times to beat); the MLPs use ReLU.
 CASES = {
     "linreg10": dict(model=dict(n_features=9, n_outputs=1), likelihood="gaussian"),
     "linreg100": dict(model=dict(n_features=99, n_outputs=1), likelihood="gaussian"),

@@ -1,7 +1,7 @@
 """skbong against the authors' research code, timed in the same process, interleaved.
 
-DESIGN.md lists the authors' per-observation times as measured once on this machine
-class; this VM's speed drifts by ±30 % from day to day, so the fair comparison is a
+The authors' per-observation times were first measured once, on another day (the
+``DESIGN.md authors`` column); this VM's speed drifts by ±30 % from day to day, so the fair comparison is a
 ratio taken in one run. This script imports the update functions of the paper's code
 (``bong.src.bong``: ``update_lfg_bong`` = CM-EKF, ``update_ldlrg_bong`` = LO-FI,
 ``update_ldg_bong`` = VD-EKF) from a checkout you supply, runs them in a
@@ -56,7 +56,7 @@ from bench_profile import run as run_variant
 from bench_steps import HEADLINE as STEPS_HEADLINE
 
 STEPS = 512
-# (case, family, the authors' µs in DESIGN.md): bench_steps' headline BONG cases
+# (case, family, the authors' µs as measured once): bench_steps' headline BONG cases
 HEADLINE = [(case, family, authors) for case, family, rule, authors, _ in STEPS_HEADLINE
             if rule == "bong"]
 UPDATES = {"full": "update_lfg_bong", "dlr": "update_ldlrg_bong", "diag": "update_ldg_bong"}

@@ -5,7 +5,7 @@ Variants (each child is a fresh process):
 * ``shipped``: skbong as it is (:func:`skbong.engine.linalg.eigh`: cuSOLVER's QR-based
   ``syevd`` on NVIDIA GPUs);
 * ``jacobi``: ``linalg.eigh`` replaced by ``jnp.linalg.eigh``, which leaves the solver
-  to JAX (cuSOLVER's Jacobi solver for small matrices): what skbong ran before stop 38;
+  to JAX (cuSOLVER's Jacobi solver for small matrices), the solver skbong does not use;
 * ``cmdbuf``: shipped, with XLA's command buffers (CUDA graphs) for loops and branches
   too (``XLA_FLAGS``, set for that child only).
 

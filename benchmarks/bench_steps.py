@@ -1,9 +1,9 @@
 """Per-observation cost of the compiled stream, for every rule × family × hessian.
 
 Each configuration streams a fixed chunk of steps (one row each, float32) through
-``E.run_stream`` — one compiled ``lax.scan`` — and reports the warm time per step
+``E.run_stream`` — one compiled ``lax.fori_loop`` — and reports the warm time per step
 (min of repeats) and the compile time (first call less a warm call). The headline
-table holds the cases of DESIGN.md with the authors' numbers and the targets; the
+table holds the headline cases with the authors' numbers and the targets; the
 sweep (not with ``--quick``) covers all 76 valid combinations on each case. Very
 expensive combinations (dense P × P inverses or Hessians at large P) run a shorter
 chunk, shown in the ``chunk`` column.

@@ -18,31 +18,37 @@ from . import BongClassifier, make_streaming_pipeline
 from .metrics import prequential_curve
 
 
-def _progress(total, enabled):
+def _progress(total, enabled, name):
+    """A tqdm bar of ``total`` rows for one learner, or None (disabled, or no tqdm)."""
     try:
         from tqdm.auto import tqdm
     except ImportError:
         tqdm = None
     if tqdm is None or not enabled:
         return None
-    return tqdm(total=total, unit="row", desc="streaming digits")
+    return tqdm(total=total, unit="row", desc=f"streaming digits: {name}")
 
 
 def prequential(learners, X, y, classes, batch_size, show_progress=True):
     """:func:`~skbong.metrics.prequential_curve` of each learner (accuracy and log-loss),
-    with the seconds each took."""
-    bar = _progress(len(learners) * len(y), show_progress)
+    with the seconds each took.
+
+    Each learner streams the rows once and gets its own progress bar of ``len(y)`` rows.
+    """
     curves, seconds = {}, {}
     for name, learner in learners.items():
+        bar = _progress(len(y), show_progress, name)
         tic = time.perf_counter()
-        n_seen, values = prequential_curve(
-            learner, X, y, batch_size, ["accuracy", "log_loss"], classes,
-            progress=None if bar is None else bar.update,
-        )
-        seconds[name] = time.perf_counter() - tic
+        try:
+            n_seen, values = prequential_curve(
+                learner, X, y, batch_size, ["accuracy", "log_loss"], classes,
+                progress=None if bar is None else bar.update,
+            )
+            seconds[name] = time.perf_counter() - tic
+        finally:
+            if bar is not None:
+                bar.close()
         curves[name] = {"acc": values[:, 0], "ll": values[:, 1]}
-    if bar is not None:
-        bar.close()
     return n_seen, curves, seconds
 
 

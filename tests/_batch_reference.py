@@ -1,6 +1,6 @@
 """Independent NumPy (float64) transcriptions of the batch variational solvers.
 
-Written from the papers and ``shared/BATCH_SOLVERS.md``, not from ``skbong/engine/solvers.py``
+Written from the papers cited below, not from ``skbong/engine/solvers.py``
 (nothing of ``skbong`` is imported here), so that agreement with the engine is evidence:
 
 * Khan et al. 2018, "Fast and scalable Bayesian deep learning by weight-perturbation in Adam"
@@ -15,7 +15,7 @@ Written from the papers and ``shared/BATCH_SOLVERS.md``, not from ``skbong/engin
 * IVON (Shen et al. 2024; the ``ivon-opt`` 0.1.3 optimiser, ``hess_approx="price"``,
   debiased momentum, rate rescaled by h₀ + δ).
 
-Conventions (the batch setting of BATCH_SOLVERS.md, extended to row weights as the engine
+Conventions (the batch setting of Khan et al. 2018, section 2, extended to row weights as the engine
 documents them): a mini-batch has M rows with weights wᵢ ≥ 0; rows with wᵢ = 0 are padding;
 m = #{i : wᵢ > 0} is the number of real rows and replaces the papers' M in every N/M or 1/M
 factor, while a weight wᵢ multiplies row i's term once (a weight counts as repeated rows).

@@ -2,10 +2,10 @@
 
 Nothing here imports the engine: every function works on plain arrays, and every
 update is obtained by automatic differentiation of a scalar objective, never from
-the hand-derived closed forms of ALGORITHMS.md / appendix E of the paper.
+the hand-derived closed forms of appendix E of Jones, Chang & Murphy (2024).
 
-Rules (ALGORITHMS.md, "Oracle for tests"). With (g, G) held constant, the surrogate
-S(μ, Σ) = gᵀμ + ½ tr(GΣ) has ∇_μ S = g and ∇_Σ S = G/2 (Bonnet / Price), and the
+Rules (Jones, Chang & Murphy 2024, appendix E, eqs. 72–83). With (g, G) held constant, the surrogate
+S(μ, Σ) = gᵀμ + ½ tr(GΣ) has ∇_μ S = g and ∇_Σ S = G/2 (Bonnet / Price, eqs. 79–82), and the
 objective is L = S − KL(N(μ, Σ) ‖ prior) (with a prior: BLR, BBB) or L = S (BONG, BOG).
 
 * Plain-gradient step (BOG, BBB): ψ ← ψ + α ∇_ψ L in the family's own parameters ψ;

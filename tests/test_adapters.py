@@ -1,4 +1,4 @@
-"""Networks from flax (linen, nnx) and equinox as estimator models (issue 21, item 6).
+"""Networks from flax (linen, nnx) and equinox as estimator models.
 
 What is tested, and why:
 

@@ -1,5 +1,5 @@
 """Cold start: ``import skbong`` is light, and the explicit compilation cache makes a
-second process compile nothing (issue 22, item 4).
+second process compile nothing.
 
 Each case runs a fresh interpreter: what is imported and what is compiled are facts of a
 new process, and JAX keeps compiled programs in memory for the life of this one.

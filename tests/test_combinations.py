@@ -153,8 +153,9 @@ def test_update_valid(case, rule, hessian, family):
 def test_moment_gd_cov_symmetric(with_prior):
     # Every other step returns an exactly symmetric Σ (sym(), Woodbury, −B Bᵀ). The plain
     # gradient step Σ + (α/2) G must use the symmetric part of G (the gradient with
-    # respect to a symmetric matrix, ALGORITHMS.md) also when G is an autodiff Hessian
-    # (MC-HESS), whose two triangles differ by rounding: here by 1e-7 relative.
+    # respect to a symmetric matrix; Jones, Chang & Murphy 2024, eq. 81) also when G is an
+    # autodiff Hessian (MC-HESS), whose two triangles differ by rounding: here by 1e-7
+    # relative.
     rng = np.random.default_rng(0)
     p = 5
     root = rng.standard_normal((p, p))

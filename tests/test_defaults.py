@@ -1,4 +1,4 @@
-"""What the defaults promise (issue 19), each against a reference from outside skbong.
+"""What the defaults promise, each against a reference from outside skbong.
 
 * Raw-scale targets: on diabetes with y as sklearn gives it, and with y · 100 + 1000,
   ``BongRegressor()`` reaches the held-out R² of scikit-learn's ``BayesianRidge`` within
@@ -218,7 +218,7 @@ def test_auto_family_keeps_the_variances_a_full_rank_dlr_cancels():
     X = rng.uniform(-1, 1, size=(200, 4))
     y = X @ rng.normal(size=4) + 0.3 * rng.normal(size=200)
     # Whether it cancels is the kernels' rounding: refused on the machines where this test
-    # was written, accepted on an NVIDIA H200 and on stop 38's 2-core AMD EPYC. Either way
+    # was written, accepted on an NVIDIA H200 and on a 2-core AMD EPYC (AVX2). Either way
     # the contract holds: a refusal names family='full', an accepted fit has positive
     # variances.
     dlr = BongRegressor(family="dlr", obs_variance=0.001, dtype="float32", random_state=0)

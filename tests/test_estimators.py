@@ -1,4 +1,4 @@
-"""The scikit-learn contract of BongRegressor and BongClassifier (issue 3).
+"""The scikit-learn contract of BongRegressor and BongClassifier.
 
 What is tested, and why the tolerances are what they are:
 

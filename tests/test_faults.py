@@ -80,7 +80,7 @@ What is injected, and what each test proves:
 **On other backends** the pins are not compared: they are the CPU's rounding at the
 float32 range edges, which another backend's kernels (fused multiply-adds, other
 reduction orders and factorisations) move. Another CPU moves a few as well: the cells
-that came out differently on stop 38's machine (``E`` in :data:`PINNED`, and
+that came out differently on a second CPU, a 2-core AMD EPYC (``E`` in :data:`PINNED`, and
 :data:`EITHER`) are compared nowhere, their contract everywhere. Everything else is
 asserted everywhere: each outcome's contract (a refused step leaves the state bitwise
 unchanged, an accepted one is finite, valid and positive definite; a refused call leaves
@@ -182,7 +182,7 @@ PINNED = {
 }
 """The measured outcomes of the float32 edge cases (see the module docstring). ``E``:
 either outcome, its contract asserted: a cell that came out differently on two CPUs
-(refused on the machine of stops ≤ 37, accepted on stop 38's AMD EPYC) or with two of
+(refused on the machine the pins were measured on, accepted on the AMD EPYC) or with two of
 XLA:CPU's code generators (dlr's BONG MC-EF at weight 1e30: refused with XLA's default
 fusion emitters, accepted with the elemental emitters the test processes compile with,
 ``tests/conftest.py``)."""
@@ -430,12 +430,11 @@ def _record(est, params, injection, outcome):
 
 REFUSED = {
     ("BongRegressor", "full-bong-lin_hess"): {
-        # Stop 35's Gaussian LIN-HESS step leaves out r = 0 (no Σ r): the same maths,
-        # other rounding. Two rows on the edge of the range came out the other way, each
-        # within the contract: x = 1e19 in float32 (|φ|² ≈ 3e38) now loses definiteness
-        # and is refused with the belief unchanged; x = 1e30 in float64, refused before,
-        # is now accepted finite and positive definite. (Both again the other way on
-        # stop 38's CPU: :data:`EITHER`.)
+        # The Gaussian LIN-HESS step leaves out r = 0 (no Σ r). Two rows on the edge of
+        # the range are decided by rounding, each within the contract: x = 1e19 in
+        # float32 (|φ|² ≈ 3e38) loses definiteness and is refused with the belief
+        # unchanged; x = 1e30 in float64 is accepted finite and positive definite. (Both
+        # the other way on the AMD EPYC: :data:`EITHER`.)
         "row 5 = 1e+19 (float32)",
         "row 5 = 1e+30 (float32)",
         "sample_weight 1e39 (inf in float32)",
@@ -487,14 +486,14 @@ the duplicated columns, as in the engine matrix."""
 
 EITHER = {
     ("BongRegressor", "full-bong-lin_hess"): {
-        "row 5 = 1e+19 (float32)",  # |φ|² ≈ 3e38: refused before, accepted on stop 38's CPU
-        "row 2 = 1e+30 (float64)",  # Σ's eigenvalue ≈ 1e-60: accepted before, refused there
+        "row 5 = 1e+19 (float32)",  # |φ|² ≈ 3e38: refused where pinned, accepted on the EPYC
+        "row 2 = 1e+30 (float64)",  # Σ's eigenvalue ≈ 1e-60: accepted where pinned, refused there
     },
     ("BongClassifier", "dlr-bong-lin_hess"): {"prior_variance 1e+08"},  # accepted there
 }
 """Injections whose outcome is not compared, only its contract: pinned as measured on the
-machine of stops ≤ 37 (:data:`REFUSED`), they came out the other way on stop 38's 2-core
-AMD EPYC with the same revision and packages (XLA:CPU compiles for the host's vector
+machine the pins were measured on (:data:`REFUSED`), they came out the other way on a
+2-core AMD EPYC (AVX2) with the same code and packages (XLA:CPU compiles for the host's vector
 units, and these rows sit on the edge of the range). An NVIDIA H200 also flipped the
 second and the third."""
 

@@ -1,4 +1,5 @@
-"""Exact identities between rules, families and the predict step (ALGORITHMS.md, invariants 2–4).
+"""Exact identities between rules, families and the predict step (:doc:`algorithms`; Jones,
+Chang & Murphy 2024, appendix E, eqs. 98–99).
 
 What is tested
 --------------

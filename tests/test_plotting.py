@@ -1,4 +1,4 @@
-"""The plot helpers of :mod:`skbong.plotting` (issue 6).
+"""The plot helpers of :mod:`skbong.plotting`.
 
 What is tested, and why:
 

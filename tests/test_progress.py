@@ -1,4 +1,4 @@
-"""Progress reporting of ``fit`` / ``partial_fit`` with ``verbose`` (issue 6).
+"""Progress reporting of ``fit`` / ``partial_fit`` with ``verbose``.
 
 What is tested, and why:
 

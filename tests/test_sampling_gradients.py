@@ -1,4 +1,4 @@
-"""Noise-free posterior draws and input gradients of the predictive (issue 21, items 2-3).
+"""Noise-free posterior draws and input gradients of the predictive.
 
 What is tested, and why the tolerances are what they are:
 

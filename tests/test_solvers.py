@@ -1,6 +1,7 @@
 """The batch solvers (``skbong.engine.solvers``) and their epoch driver (``epochs``) against
-the independent NumPy transcriptions of ``_batch_reference.py`` (written from the papers and
-``shared/BATCH_SOLVERS.md``), and against closed forms.
+the independent NumPy transcriptions of ``_batch_reference.py`` (written from the papers: Khan
+et al. 2018, Mishkin et al. 2018, Blundell et al. 2015, Shen et al. 2024), and against closed
+forms.
 
 What is tested
 --------------

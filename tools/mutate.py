@@ -71,7 +71,7 @@ class Mutant:
 
 
 MUTANTS = [
-    # ------------------------------------------------------------------ issue 21 list
+    # ------------------------------------------- variances, pickling, classes, KL, NaN rows
     Mutant(
         "dlr-marginal-var-sign",
         "skbong/engine/families/dlr.py",
@@ -275,7 +275,7 @@ MUTANTS = [
         "predict_log_proba sums the S sample probabilities instead of averaging them "
         "(predict_proba's division by its row sum hides it)",
     ),
-    # ------------------------------------------------ stop 27: Poisson, bank, KL order
+    # ------------------------------------------------------- Poisson, bank, KL order
     Mutant(
         "poisson-linmc-plugin-mean",
         "skbong/engine/likelihoods.py",
@@ -316,7 +316,7 @@ MUTANTS = [
         ("tests/test_faults.py", "-k", "tiny_prior"),
         "the KL curvature summed (G - L0) + L, losing G next to L0 = 1e8 in float32",
     ),
-    # ------------------------------------------------------------------ issue 22: cold start
+    # ------------------------------------------------------------------ cold start
     Mutant(
         "eager-package-import",
         "skbong/__init__.py",
@@ -350,7 +350,7 @@ MUTANTS = [
         ("tests/test_faults.py",),
         "the in-program dlr soundness check passes beliefs with cancelled variances",
     ),
-    # ------------------------------------------------------------------ issue 22: per-call latency
+    # ------------------------------------------------------------------ per-call latency
     Mutant(
         "plain-rows-accepts-nan",
         "skbong/_posterior.py",
@@ -383,7 +383,7 @@ MUTANTS = [
         ("tests/test_checked_step.py", "-k", "dlr"),
         "a refused dlr step still writes its new factor W'",
     ),
-    # ------------------------------------------------------------------ issue 19: this stop
+    # ---------------------------------------------- defaults, calibration, PIT, leave-one-out
     Mutant(
         "auto-family-always-dlr",
         "skbong/_regressor.py",
@@ -762,7 +762,7 @@ MUTANTS = [
         ("tests/test_precision.py",),
         "a compiled function made by jax.jit, outside the precision context",
     ),
-    # ------------------------------------------------------------------ issue 22: stop 34
+    # ------------------------------------- end check, belief memo, calibration window, outputs
     Mutant(
         "end-check-always-branches",
         "skbong/engine/stream.py",
@@ -1072,7 +1072,7 @@ MUTANTS = [
         ("tests/test_variational.py", "-k", "first_fit_compiles"),
         "the variational prior runs eagerly, one program per operation",
     ),
-    # ------------------------------------------------------------------ issue 22: stop 42
+    # ------------------------------------------------ large beliefs: predictive blocks, layout
     Mutant(
         "predict-blocks-ignore-jacobians",
         "skbong/_posterior.py",

@@ -27,7 +27,7 @@ Reported per family, mean ± s.e. over splits, in SLANG's conventions:
   ½ log λ_bias, so its values are the true −ELBO/n minus ½·log(1e5)/n; the ``slang``
   table uses that convention, the ``validated`` table the true value;
 * symmetric KL, ½[KL(q‖r) + KL(r‖q)] (SLANG's ``(KL(a,b) + KL(b,a)) / 2``), to r = the
-  full-covariance BONG posterior fitted on the same stream (what the issue asks for) and
+  full-covariance BONG posterior fitted on the same stream (the online reference) and
   to r = the optimal full-Gaussian variational posterior of the batch ELBO ("Full-Gaussian
   Exact" of SLANG's KL row), computed here by L-BFGS.
 

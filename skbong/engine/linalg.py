@@ -160,7 +160,7 @@ STACKED_COLUMNS = range(9, 13)
 """Column counts k of W̃ for which the natural step forms its k-major Gram and Woodbury
 matrices as one k × 2k product ``W̃ᵀ [W̃, Υ⁻¹ W̃]`` (:func:`dlr_grams`, ``stacked``).
 Timed in one process against the two k × k products (each variant compiled by its own
-``jax.jit``, run in turn for 15–25 s, fastest of each; doc/performance.rst, stop 43),
+``jax.jit``, run in turn for 15–25 s, fastest of each),
 µs per step of a 512-step stream on the 2-core AMD EPYC: k = 11 (rank 10, one output)
 43 against 48 at P = 881, 74–76 against 85–88 at 2,113, 302–326 against 341–440 at
 10,201 and 2,936 against 3,605 at 61,201; k = 9 and 12 were 12–16 % faster too. Outside
@@ -284,7 +284,7 @@ def eigh(a):
     takes cuSOLVER's Jacobi solver for small matrices, such as the dlr family's k × k
     Gram matrices (k = R + C). On an H200 the Jacobi solver made a dlr-10 step 1.3–2.4×
     slower: 395 against 163 µs at P = 1e4, 664 against 515 µs at P = 1e6, and 631
-    against 449 µs per image for the MNIST CNN (``doc/performance.rst``, GPU). Other
+    against 449 µs per image for the MNIST CNN (``benchmarks/results/gpu_eigh_variants.json``). Other
     platforms keep JAX's default: the CPU's LAPACK ``syevd`` has no choice to make, and
     TPUs do not offer QR.
     """

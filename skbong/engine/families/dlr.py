@@ -92,7 +92,7 @@ products see is the same W̃ᵀ through a transpose that XLA folds into them). O
 R = 10 the k-major rows are faster while they fit in cache (P = 881: 56 vs 72 µs per
 step; P = 2410: 289 vs 404 µs) and the P-major matrix beyond (P = 1e5: 0.84×, 1e6: 0.70×
 the time), where XLA's Gram product W̃ᵀ W̃ over a k × P operand took 43 ms against 6 ms
-for the P × k one (``benchmarks/bench_scaling.py``; doc/performance.rst)."""
+for the P × k one (``benchmarks/bench_scaling.py``)."""
 
 
 def _natural_step(state, prior, g, curv, alpha):
