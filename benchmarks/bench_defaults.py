@@ -111,8 +111,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.special
 import sklearn
-from _common import Tee, load_note, machine
-from paper._shared import DEFAULT_DATA, cpu_model, git_revision
+from _common import DEFAULT_DATA, Tee, cpu_model, git_revision, load_note, machine
 from sklearn.datasets import (
     load_breast_cancer,
     load_diabetes,
@@ -139,6 +138,7 @@ from skbong import (
     VariationalRegressor,
     enable_compilation_cache,
 )
+from skbong.metrics import expected_calibration_error
 
 Z90 = 1.6448536269514722  # standard normal 95 % quantile: mean ± Z90·std holds 90 %
 RULE = 0.02  # largest relative loss of a skbong default against its baseline
@@ -215,17 +215,6 @@ def gaussian_nll(y, mean, std):
 def poisson_nll(y, rate):
     y, rate = np.asarray(y, float), np.asarray(rate, float)
     return float(-np.mean(scipy.special.xlogy(y, rate) - rate - scipy.special.gammaln(y + 1)))
-
-
-def ece(proba, y_idx, n_bins=15):
-    conf, correct = proba.max(axis=1), proba.argmax(axis=1) == y_idx
-    bins = np.clip(np.ceil(conf * n_bins).astype(int) - 1, 0, n_bins - 1)
-    total = 0.0
-    for b in range(n_bins):
-        m = bins == b
-        if m.any():
-            total += m.sum() * abs(correct[m].mean() - conf[m].mean())
-    return float(total / len(conf))
 
 
 def log_loss(proba, y_idx):
@@ -498,7 +487,8 @@ def classification_scores(est, prep, yte):
     proba = np.asarray(est.predict_proba(prep.Xte), float)
     y_idx = np.searchsorted(est.classes_, yte)
     return {"score": float(np.mean(proba.argmax(axis=1) == y_idx)),
-            "logloss": log_loss(proba, y_idx), "ece": ece(proba, y_idx)}
+            "logloss": log_loss(proba, y_idx),
+            "ece": expected_calibration_error(y_idx, proba, n_bins=15)}
 
 
 SCORES = {"reg": regression_scores, "count": count_scores, "clf": classification_scores}
@@ -668,7 +658,8 @@ def run_stream(name, make, X, y, task):
             proba = np.array(out)
             y_idx = np.searchsorted(np.asarray(learner.classes), yt)
             row.update(score=float(np.mean(proba.argmax(axis=1) == y_idx)),
-                       logloss=log_loss(proba, y_idx), ece=ece(proba, y_idx))
+                       logloss=log_loss(proba, y_idx),
+                       ece=expected_calibration_error(y_idx, proba, n_bins=15))
         return row
     except Exception as exc:  # noqa: BLE001
         return failed(name, exc)

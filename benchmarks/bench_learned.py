@@ -89,15 +89,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import DEFAULT_DATA, Tee, cpu_model, load_note
+from paper.uci_regression import load
+
+from skbong import BongRegressor
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "paper"))  # paper/uci_regression.py imports `_shared`
-
-from _common import Tee, load_note  # noqa: E402
-from paper._shared import DEFAULT_DATA, cpu_model  # noqa: E402
-from paper.uci_regression import load  # noqa: E402
-
-from skbong import BongRegressor  # noqa: E402
 
 UCI = ("bostonHousing", "concrete", "energy", "kin8nm", "power-plant", "wine-quality-red",
        "yacht")

@@ -21,8 +21,8 @@ Methods: ``BongRegressor()`` (Gaussian; the linear model's defaults: full covari
 learned noise, prior bank), ``BongRegressor(likelihood="student_t")``, the same two with
 ``hidden_layer_sizes=(50,)`` (``random_state=0``; skipped with ``--no-network``),
 ``HuberRegressor()`` and ``BayesianRidge()`` at their defaults. ``--dofs 3 6`` adds the
-Student-t with those degrees of freedom ν instead of its ν = 4 (linear and network; a
-registry entry of the benchmark's own, ``student_t_<ν>``). Means over ``--splits``
+Student-t with those degrees of freedom ν (``dof``) instead of its ν = 4 (linear and
+network). Means over ``--splits``
 splits.
 
 Usage: ``python benchmarks/bench_outliers.py [--splits 5] [--data-dir DIR] [--uci concrete]
@@ -43,19 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import parser, table, write_json  # noqa: E402
 
 from skbong import BongRegressor  # noqa: E402
-from skbong.engine import LIKELIHOODS, student_t  # noqa: E402
-from skbong.engine.likelihoods import Likelihood  # noqa: E402
 
 FRACTIONS = (0.0, 0.01, 0.02, 0.05)
 SHIFT = 50.0
 BETA = np.array([1.0, -2.0, 0.5, 0.0, 1.5])
-
-
-def with_dof(nu):
-    """``BongRegressor`` whose ``likelihood="student_t"`` has ν = ``nu`` degrees of freedom."""
-    name = f"student_t_{nu:g}"
-    LIKELIHOODS.setdefault(name, Likelihood(name, **student_t.fields(nu)))
-    return type(f"StudentT{nu:g}", (BongRegressor,), {"_likelihood": lambda self, n: name})
 
 
 def methods(network, dofs=()):
@@ -64,7 +55,7 @@ def methods(network, dofs=()):
         "bong student_t": lambda: BongRegressor(likelihood="student_t"),
     }
     for nu in dofs:
-        out[f"bong student_t nu={nu:g}"] = lambda nu=nu: with_dof(nu)(likelihood="student_t")
+        out[f"bong student_t nu={nu:g}"] = lambda nu=nu: BongRegressor(likelihood="student_t", dof=nu)
     if network:
         out["bong (50,) gaussian"] = lambda: BongRegressor(
             hidden_layer_sizes=(50,), random_state=0
@@ -73,8 +64,8 @@ def methods(network, dofs=()):
             hidden_layer_sizes=(50,), likelihood="student_t", random_state=0
         )
         for nu in dofs:
-            out[f"bong (50,) student_t nu={nu:g}"] = lambda nu=nu: with_dof(nu)(
-                hidden_layer_sizes=(50,), likelihood="student_t", random_state=0
+            out[f"bong (50,) student_t nu={nu:g}"] = lambda nu=nu: BongRegressor(
+                hidden_layer_sizes=(50,), likelihood="student_t", dof=nu, random_state=0
             )
     out["HuberRegressor"] = HuberRegressor
     out["BayesianRidge"] = BayesianRidge

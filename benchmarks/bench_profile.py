@@ -38,7 +38,7 @@ def make_step(check, outputs):
         predicted = family.predict(state, mean0, hyper) if config.dynamic else state
         if outputs:
             f = config.model.apply(predicted.mean, x)
-            log_lik = jax.vmap(E.LIKELIHOODS[config.likelihood].log_prob,
+            log_lik = jax.vmap(config.impl.likelihood.log_prob,
                                in_axes=(0, 0, None))(y, f, hyper.obs_var)
         else:
             f, log_lik = jnp.zeros(y.shape, x.dtype), jnp.zeros(w.shape, x.dtype)

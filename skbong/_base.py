@@ -167,6 +167,11 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         )
         return structural_signature(self, STRUCTURAL) + banked
 
+    def _likelihood_dof(self):
+        """ν of a Student-t likelihood for the configuration (``Config.obs_dof``;
+        ``None``: the likelihood's own). The regressor's ``dof`` overrides it."""
+        return None
+
     def _build_config(self, n_features, n_outputs, hidden):
         model = self._build_model(n_features, n_outputs, hidden)
         n_params = model.n_params()
@@ -189,6 +194,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             n_iter=int(self.n_iter),
             mc_samples=int(self.mc_samples),
             backtrack=int(self.backtrack),
+            obs_dof=self._likelihood_dof(),
             dynamic=self._is_dynamic(),
             learn_noise=self._learns_noise(),
             noise_discount=self._noise_discount(model) if self._learns_noise() else 1.0,
@@ -273,12 +279,14 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         # than one jnp.asarray dispatch per hyperparameter
         dt = self._jax_dtype()
         drift = self._bank_grid()[1] if isinstance(self.drift, str) else self.drift
+        point = getattr(self, "_lin_point", None)  # fit's further passes (_refine)
         return engine.Hyper(
             prior_var=self._prior_variances(config, stationary=True).astype(dt),
             obs_var=np.asarray(obs_var, dt),
             learning_rate=np.asarray(self.learning_rate, dt),
             drift=np.asarray(drift, dt),
             process_noise=np.asarray(self.process_noise, dt),
+            lin_point=None if point is None else point.astype(dt),
         )
 
     # ------------------------------------------------------------ the belief

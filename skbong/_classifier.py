@@ -1,8 +1,11 @@
 """BongClassifier: online Bayesian classification (Bernoulli or categorical likelihood)."""
 
+from numbers import Integral
+
 import numpy as np
 import scipy.special
 from sklearn.base import ClassifierMixin
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
@@ -307,6 +310,16 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         squares cancel in float32.
     on_error : {"raise", "skip"}, default="raise"
         What to do with an update that would give a non-finite posterior.
+    refine : int, default=10
+        Further passes ``fit`` may take over its rows (the iterated filter): each starts
+        again from the prior and linearises the likelihood at the previous pass's mean,
+        one Newton (IRLS) step on the log posterior, until the mean stops moving; a pass
+        that would lower the log posterior is not kept. Where they converge the
+        posterior is the Laplace approximation at the mode, which one pass of the
+        filter is not. Only for the linear model with the full covariance (the
+        ``"auto"`` family up to 128 parameters), ``rule="bong"``,
+        ``hessian="lin_hess"`` and no drift; ``partial_fit`` is always one pass. 0: one
+        pass. See :ref:`Defaults <defaults-refine>`.
     random_state : int, RandomState instance or None, default=None
         Seeds the network prior mean, the MC estimators and the MC predictives.
     verbose : int, default=0
@@ -330,6 +343,8 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         Feature names, when X was a DataFrame with string column names.
     n_observations_ : int
         Rows learned so far.
+    n_refine_passes_ : int
+        Further passes the last ``fit`` kept (``refine``; 0 after ``partial_fit`` alone).
     n_skipped_ : int
         Rows whose update was skipped (``on_error="skip"``).
     posterior_mean_ : ndarray of shape (P,)
@@ -370,6 +385,64 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
     >>> clf.predict_proba(X[:1]).shape
     (1, 3)
     """
+
+    _parameter_constraints = {
+        **BongBase._parameter_constraints,
+        "refine": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        *,
+        hidden_layer_sizes=(),
+        activation="relu",
+        model=None,
+        fit_intercept=True,
+        family="auto",
+        rank=10,
+        rule="bong",
+        hessian="lin_hess",
+        learning_rate=0.1,
+        n_iter=10,
+        mc_samples=10,
+        backtrack=0,
+        prior_variance="auto",
+        drift=1.0,
+        process_noise=0.0,
+        batch_size=1,
+        predictive="auto",
+        predictive_samples=100,
+        dtype="auto",
+        on_error="raise",
+        refine=10,
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            hidden_layer_sizes=hidden_layer_sizes,
+            activation=activation,
+            model=model,
+            fit_intercept=fit_intercept,
+            family=family,
+            rank=rank,
+            rule=rule,
+            hessian=hessian,
+            learning_rate=learning_rate,
+            n_iter=n_iter,
+            mc_samples=mc_samples,
+            backtrack=backtrack,
+            prior_variance=prior_variance,
+            drift=drift,
+            process_noise=process_noise,
+            batch_size=batch_size,
+            predictive=predictive,
+            predictive_samples=predictive_samples,
+            dtype=dtype,
+            on_error=on_error,
+            random_state=random_state,
+            verbose=verbose,
+        )
+        self.refine = refine
 
     def fit(self, X, y, sample_weight=None):
         """Forget everything, then learn from the rows of X in order.

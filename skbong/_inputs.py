@@ -25,13 +25,15 @@ accuracy 0.93–0.95 (classifier), as at c = 1; at c = 10 R² 0.80–0.88, and o
 classifiers refused an update; at c = 30 R² 0.11–0.63 and both classifiers refused."""
 
 
-def standardisation(model, X, sample_weight):
+def standardisation(model, X, sample_weight, linear=False):
     """``(m, s)`` float64 (d,) of the first call's rows ``X`` for an engine ``model``, or
-    ``None`` where the inputs are used as given: not a built-in network, fewer than two
+    ``None`` where the inputs are used as given: not a built-in network (nor, with
+    ``linear``, the built-in linear model: the batch solvers' steps, unlike the online
+    linear filter's exact ones, depend on the inputs' scale), fewer than two
     rows of positive weight, or every column's root mean square at most
     :data:`INPUT_RMS_MAX`. The statistics are weighted by ``sample_weight`` (a weight w
     counts as w repeated rows); a constant column keeps s = 1 (it is only centred)."""
-    if not isinstance(model, engine.MLP) or not model.hidden:
+    if not isinstance(model, engine.MLP) or not (model.hidden or linear):
         return None
     w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, np.float64)
     rows = w > 0

@@ -1,9 +1,12 @@
 """BongPoissonRegressor: online Bayesian regression of counts (Poisson likelihood, log link)."""
 
+from numbers import Integral
+
 import numpy as np
 import scipy.special
 from sklearn.base import RegressorMixin
 from sklearn.metrics import d2_tweedie_score
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import column_or_1d
 
 from . import engine
@@ -96,6 +99,16 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         squares cancel in float32.
     on_error : {"raise", "skip"}, default="raise"
         What to do with an update that would give a non-finite posterior.
+    refine : int, default=10
+        Further passes ``fit`` may take over its rows (the iterated filter): each starts
+        again from the prior and linearises the likelihood at the previous pass's mean,
+        one Newton (IRLS) step on the log posterior, until the mean stops moving; a pass
+        that would lower the log posterior is not kept. Where they converge the
+        posterior is the Laplace approximation at the mode, which one pass of the
+        filter is not. Only for the linear model with the full covariance (the
+        ``"auto"`` family up to 128 parameters), ``rule="bong"``,
+        ``hessian="lin_hess"`` and no drift; ``partial_fit`` is always one pass. 0: one
+        pass. See :ref:`Defaults <defaults-refine>`.
     random_state : int, RandomState instance or None, default=None
         Seeds the network prior mean, the MC estimators and the MC predictive.
     verbose : int, default=0
@@ -117,6 +130,8 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         Feature names, when X was a DataFrame with string column names.
     n_observations_ : int
         Rows learned so far.
+    n_refine_passes_ : int
+        Further passes the last ``fit`` kept (``refine``; 0 after ``partial_fit`` alone).
     n_skipped_ : int
         Rows whose update was skipped (``on_error="skip"``).
     posterior_mean_ : ndarray of shape (P,)
@@ -151,6 +166,11 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
 
     _y_numeric = True
 
+    _parameter_constraints = {
+        **BongBase._parameter_constraints,
+        "refine": [Interval(Integral, 0, None, closed="left")],
+    }
+
     def __init__(
         self,
         *,
@@ -174,6 +194,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         predictive_samples=100,
         dtype="auto",
         on_error="raise",
+        refine=10,
         random_state=None,
         verbose=0,
     ):
@@ -201,6 +222,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
             random_state=random_state,
             verbose=verbose,
         )
+        self.refine = refine
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -32,7 +32,7 @@ block (:data:`_FLOAT32_BLOCKS`)."""
 _FLOAT32_BLOCKS = _PREDICT_BLOCKS[2:]
 """The blocks of a float32 predictive. XLA:CPU's float32 kernels round a row differently
 in blocks of different sizes, by ~1e-6 relative, past scikit-learn's subset-invariance
-check (rtol 1e-7): a lone row against a block at first, and on stop 38's AMD EPYC the
+check (rtol 1e-7): a lone row against a block everywhere, and on a 2-core AMD EPYC the
 8- against the 128-row block too (the dlr Poisson regressor's predictive variance, a
 float32 network regressor's). One block for every small call keeps a row's prediction
 independent of the rows it is predicted with. A one-row float32 ``predict`` then
@@ -49,7 +49,7 @@ block of b rows holds b C P numbers. A predictive that forms them runs the block
 every call: 8 rows where 8 fit, else 1 (in float32 one size keeps a row's prediction
 independent of the rows it is predicted with). At P = 1e6 (dlr-10 network regressor,
 float32) a one-row ``predict(X, return_std=True)`` computed 128 Jacobians, 512 MB, in
-0.8–0.9 s; in one 8-row block it takes 89–93 ms (medians, doc/performance.rst)."""
+0.8–0.9 s; in one 8-row block it takes 89–93 ms (medians, :doc:`/performance`)."""
 
 
 def _blocks(dt, row_elements):
@@ -125,6 +125,9 @@ def _offsets(parts, belief):
 _PARAM_NAMES = {}
 _SCALARS = frozenset((bool, int, float, str, type(None)))
 
+_TRANSIENT = ("_belief_memo", "_config_cache", "_prior_var_cache", "_loo_cache")
+"""Caches rebuilt on demand, left out of the pickled state (:meth:`PosteriorMixin.__getstate__`)."""
+
 
 class PosteriorMixin:
     """Parameter checking, model building and belief-based prediction.
@@ -168,10 +171,11 @@ class PosteriorMixin:
         return hidden
 
     def _param_snapshot(self):
-        # Scalars by type and value (cheap to compare), anything else (a list, an array,
-        # a model) by ``repr``, which also sees it mutated in place.
+        # Scalars by type name and value (cheap to compare; a name, not the type, so that
+        # no type object is stored), anything else (a list, an array, a model) by
+        # ``repr``, which also sees it mutated in place.
         return tuple(
-            (type(v), v) if type(v) in _SCALARS else repr(v)
+            (type(v).__name__, v) if type(v) in _SCALARS else repr(v)
             for v in map(functools.partial(getattr, self), self._get_param_names())
         )
 
@@ -225,6 +229,18 @@ class PosteriorMixin:
         model = _as_model(self.model)
         init, apply = model if isinstance(model, tuple) else (model.init, model.apply)
         return engine.UserModel(init, apply, n_features, n_outputs)
+
+    def __getstate__(self):
+        """The state kept by pickle, deepcopy and ``skops.io``: without the caches rebuilt
+        on demand (:data:`_TRANSIENT`; the stream's memo holds JAX arrays, which unpickle
+        as float32 without x64) and with no sampled predictives' draws kept (their dict
+        is keyed by tuples, which ``skops.io`` cannot save); predictions are the same,
+        bit for bit, and :meth:`_draws` keeps draws again from the next one."""
+        state = super().__getstate__()  # object's is the instance's own dict: copy
+        state = {k: v for k, v in state.items() if k not in _TRANSIENT}
+        if "_draws_cache" in state:
+            state["_draws_cache"] = []
+        return state
 
     def _key(self, purpose):
         return _cached_key(self._seed, purpose)
@@ -287,6 +303,10 @@ class PosteriorMixin:
             d, c = self.n_features_in_, self._n_out
             weights = self.posterior_mean_[: d * c].reshape(d, c).T
             bias = self.posterior_mean_[d * c :] if self.fit_intercept else np.zeros(c)
+            affine = getattr(self, "_input_standardisation", None)
+            if affine is not None:  # W (x − m) / s + b = (W / s) x + (b − (W / s) m)
+                weights = weights / affine[1]
+                bias = bias - weights @ affine[0]
             self.coef_, self.intercept_ = self._linear_attributes(weights, bias)
 
     @property

@@ -75,8 +75,10 @@ class RegressorFace:
         return self._tail_dof(None) * np.ones(self._n_out)
 
     def _obs_dof(self):
-        """ν of the likelihood's noise: ``inf`` for the Gaussian, finite for the Student-t."""
-        return engine.LIKELIHOODS[self._likelihood(getattr(self, "_n_out", 1))].obs_dof
+        """ν of the likelihood's noise: ``inf`` for the Gaussian, finite for the Student-t
+        (the estimator's :meth:`_likelihood_dof`)."""
+        name = self._likelihood(getattr(self, "_n_out", 1))
+        return engine.likelihoods.resolve(name, self._likelihood_dof()).obs_dof
 
     def _tail_dof(self, dof):
         """The predictive's degrees of freedom from the learned noise's shape a (``dof``;

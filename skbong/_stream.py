@@ -10,12 +10,17 @@ estimator exactly as it was; a refused row raises with a diagnosis, or with
 import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import _calibration, _inputs, engine
 from ._bank import evidence_discount, evidence_path
 from ._guard import _check_not_forked
 from .exceptions import DivergenceWarning, NonFiniteUpdateError, SkippedRowsWarning
+
+REFINE_TOL = 1e-4
+"""``fit``'s further passes stop once the mean moves by at most this, relative to
+1 + max |θ̄| (:meth:`StreamingMixin._refine`)."""
 
 DIVERGENCE_MIN_ROWS = 20
 """A call's rows of nonzero weight below which no divergence is diagnosed."""
@@ -442,17 +447,12 @@ class StreamingMixin:
         identity), so that a stream of calls passes its belief back without converting it
         (about 3 µs per array, and on a GPU a copy to the device); else the numpy arrays.
         The memo only ever pairs a belief with its own arrays, so it stays right through
-        a rolled-back call, and it is not pickled (:meth:`__getstate__`)."""
+        a rolled-back call, and it is not pickled
+        (:meth:`~skbong._posterior.PosteriorMixin.__getstate__`)."""
         memo = getattr(self, "_belief_memo", None)
         if memo is not None and memo[0] is belief[0] and memo[1] is belief[1]:
             return memo[2]
         return self._engine_state(*belief)
-
-    def __getstate__(self):
-        # the memo's JAX arrays are not pickled (a float64 one unpickles as float32 without
-        # x64); a new dict, as ``object.__getstate__`` returns the instance's own
-        state = super().__getstate__()
-        return {k: v for k, v in state.items() if k != "_belief_memo"}
 
     def _replay(self, config, hyper, X, Y, w, noise):
         """Slow path of a call whose belief failed :func:`_is_sound` at its end.
@@ -563,17 +563,129 @@ class StreamingMixin:
             Y, n_out, obs_var = self._encode_y(y, first, **encode_kw)
             if first:
                 self._n_out = n_out
+                if "refine" in self._parameter_constraints:  # the GLMs' fit (_refine)
+                    self.n_refine_passes_ = 0
                 config = self._reset(X.shape[1], n_out, hidden)
                 affine = _inputs.standardisation(config.model, X, sample_weight)
                 _inputs.publish(self, affine, X.shape[1])
             else:
                 config = self._config(hidden)
+            fresh = self.__dict__.copy()  # the prior: where fit's further passes start
             self._learn(config, X, Y, sample_weight, obs_var)
+            if reset:
+                self._refine(config, X, Y, sample_weight, obs_var, fresh)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(backup)
             raise
         return self
+
+    def _refine_passes(self, config):
+        """How many further passes ``fit`` may take (``refine``): none where one pass is
+        already exact (the Gaussian likelihood), where the linearisation is not LIN-HESS
+        of a one-step BONG update (the passes take it undamped: ``backtrack`` guards the
+        first pass only), for a family whose step projects (only the full covariance
+        conditions exactly: :attr:`~skbong.engine.families.base.Family.exact_update`),
+        for networks and user models (a Gauss–Newton
+        step on a non-convex posterior from the prior's side may diverge), or where the
+        belief drifts (a pass over a stream that changes has no fixed point)."""
+        lik = config.impl.likelihood
+        if (
+            lik.additive_noise
+            or config.learn_noise
+            or not self.refine
+            or not engine.models.is_linear(config.model)
+            or not config.impl.family.exact_update
+            or self.hessian != "lin_hess"
+            or self.rule != "bong"
+            or config.dynamic
+            or self.drift != 1.0
+        ):
+            return 0
+        return int(self.refine)
+
+    def _log_joint(self, config, X, Y, w, obs_var):
+        """The log posterior (up to a constant) at each filter's mean, float64 (K,)."""
+        dt = self._jax_dtype()
+        means = np.atleast_2d(self._state[0])
+        prior_var = np.broadcast_to(self._prior_variances(config), means.shape).astype(dt)
+        with self._x64():
+            value = engine.curvature.log_joint(
+                config, means, np.asarray(self._prior_mean, dt), prior_var,
+                _inputs.engine_inputs(self, X).astype(dt, copy=False), Y.astype(dt, copy=False),
+                w.astype(dt), np.asarray(obs_var, dt),
+            )
+        return np.asarray(value, np.float64)
+
+    def _refine(self, config, X, Y, sample_weight, obs_var, fresh):
+        """``fit``'s further passes: the iterated filter (:func:`~skbong.engine.curvature.lin_hess`).
+
+        Each pass starts again from the prior ``fresh`` (the estimator as it was before
+        the first pass) and learns every row with the likelihood linearised at the
+        previous pass's mean θ̄ (per filter of a bank), not at the moving mean: one
+        Gauss–Newton (for these GLMs Newton / IRLS) step on the log posterior. A filter
+        keeps a pass only if it raises its log posterior (an undamped Newton step from
+        far away can overshoot); the others stay as they were. The passes stop when no
+        kept mean moves by more than :data:`REFINE_TOL` (relative), when no filter
+        improves, after ``refine`` passes, or at a pass that warns or fails, which is not
+        kept (a warning says why). So the result is never a worse mode estimate than one
+        pass, and where the passes converge it is the mode with its Laplace-GGN
+        precision. ``n_refine_passes_`` counts the passes that changed the posterior."""
+        if "refine" not in self._parameter_constraints:  # the regressor: one pass is exact
+            return
+        self.n_refine_passes_ = 0
+        passes = self._refine_passes(config)
+        if not passes:
+            return
+        w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
+        best = self._log_joint(config, X, Y, w, obs_var)
+        for k in range(passes):
+            kept, point = self.__dict__.copy(), np.asarray(self._state[0])
+            self.__dict__.clear()
+            self.__dict__.update(fresh)
+            self._lin_point = point
+            why = None
+            try:
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    self._learn(config, X, Y, sample_weight, obs_var)
+                if caught:
+                    why = str(caught[0].message)
+            except NonFiniteUpdateError as exc:
+                why = str(exc)
+            self._lin_point = None
+            value = None if why is not None else self._log_joint(config, X, Y, w, obs_var)
+            better = None if value is None else value > best
+            if value is None or not better.any():
+                self.__dict__.clear()
+                self.__dict__.update(kept)
+                if why is not None:
+                    warnings.warn(
+                        f"{type(self).__name__}: fit kept {k} of up to {passes} further "
+                        f"passes (refine): pass {k + 1} was not kept, {why}",
+                        ConvergenceWarning,
+                        stacklevel=4,
+                    )
+                break
+            if not better.all():  # the filters whose pass overshot keep their belief
+                self._keep_filters(better, kept, config)
+            best = np.where(better, value, best)
+            self.n_refine_passes_ = k + 1
+            moved = np.abs(np.atleast_2d(self._state[0]) - np.atleast_2d(point))[better]
+            if np.max(moved) <= REFINE_TOL * (1.0 + np.max(np.abs(point))):
+                break
+
+    def _keep_filters(self, better, kept, config):
+        """Take the belief (and a bank's evidence) of the filters where ``better`` is false
+        from the estimator's attributes ``kept``, and publish the result."""
+        old = kept["_state"]
+        self._state = tuple(
+            np.where(better.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+            for a, b in zip(self._state, old)
+        )
+        if self._is_bank():
+            self._log_evidence = np.where(better, self._log_evidence, kept["_log_evidence"])
+        self._publish(config)
 
     def _is_plain_batch(self, X, y):
         """Whether ``validate_data`` would return X and y unchanged (so it can be skipped):

@@ -50,11 +50,13 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         diagonal, cheapest per step, for large networks. See
         :ref:`Choosing a solver <batch-choosing>` and the
         :ref:`table of solvers <batch-solvers>`.
-    family : {"diag", "full"}, default="diag"
+    family : {"auto", "diag", "full"}, default="auto"
         Posterior of vogn and von: ``"diag"``, diagonal covariance, O(P); ``"full"``,
         full covariance, O(P²), for a small model (the papers' full-Gaussian baseline is
         full VOGN). slang's posterior is diagonal-plus-low-rank, the other solvers'
-        diagonal: they accept only ``"diag"``. See
+        diagonal: they accept only ``"diag"``. ``"auto"``: ``"full"`` for the linear
+        model up to 128 parameters where the solver keeps it, otherwise the solver's
+        own family (``family_`` says which). See
         :ref:`Choosing a solver <batch-choosing>`.
     curvature : {"ef", "ggn"}, default="ef"
         vogn and slang (ignored by the other solvers): ``"ef"``, the per-example
@@ -79,9 +81,13 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         constant (SLANG's experiments used 0.51).
     mc_samples : int, default=1
         S, samples of q per step.
-    prior_variance : float, default=1.0
+    prior_variance : float or "auto", default="auto"
         σ₀², the prior variance of the weights (fan-in scaled for networks, as for
-        :class:`BongRegressor`); the intercepts' prior variance is 100. With the learned
+        :class:`BongRegressor`); the intercepts' prior variance is 100. ``"auto"``: for
+        the linear model σ₀² is learned, the ELBO's maximiser after every epoch
+        (variational EM, empirical Bayes as in ``BayesianRidge``, within 10⁻³…10³),
+        starting from 1; networks and user models keep σ₀² = 1. ``prior_variance_``
+        is the value in use. With the learned
         noise these are in units of the targets' variance Var(y), fixed when the fit
         starts (θ ~ N(0, Var(y) V₀)), so raw-scale targets work; not in units of the
         noise learned since, which tightens the prior as the fit improves and made a
@@ -168,6 +174,15 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         R² on the held-out rows per epoch (``early_stopping``).
     obs_variance_ : ndarray of shape (n_outputs,)
         Noise variance in use.
+    prior_variance_ : float
+        σ₀² in use (learned with ``prior_variance="auto"`` for the linear model).
+    family_ : str
+        The posterior family in use (``family`` with ``"auto"`` resolved).
+    input_mean_, input_scale_ : ndarray of shape (n_features,)
+        The standardisation the solver learns under, x̃ = (x − ``input_mean_``) /
+        ``input_scale_``, from the first fit's column statistics where a column's root
+        mean square exceeds 3 (0 and 1 where the inputs are used as given); ``coef_``
+        and ``intercept_`` are on the scale of x.
     posterior_mean_, posterior_var_ : ndarray of shape (P,)
         Posterior mean and marginal variances.
     coef_, intercept_ : ndarray, float
@@ -205,7 +220,7 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         model=None,
         fit_intercept=True,
         solver="vogn",
-        family="diag",
+        family="auto",
         curvature="ef",
         rank=1,
         learning_rate=None,
@@ -213,7 +228,7 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         momentum=None,
         decay=0.0,
         mc_samples=1,
-        prior_variance=1.0,
+        prior_variance="auto",
         init_precision=None,
         obs_variance="auto",
         max_iter=500,

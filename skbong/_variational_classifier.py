@@ -35,10 +35,12 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
         Backprop (Adam on (μ, ρ), diagonal); ``"ivon"``: IVON, diagonal, cheapest per
         step, for large networks. See :ref:`Choosing a solver <batch-choosing>` and the
         :ref:`table of solvers <batch-solvers>`.
-    family : {"diag", "full"}, default="diag"
+    family : {"auto", "diag", "full"}, default="auto"
         Posterior of vogn and von: ``"diag"``, diagonal covariance, O(P); ``"full"``,
         full covariance, O(P²), for a small model. The other solvers accept only
-        ``"diag"`` (slang's posterior is diagonal-plus-low-rank). See
+        ``"diag"`` (slang's posterior is diagonal-plus-low-rank). ``"auto"``: ``"full"``
+        for the linear model up to 128 parameters where the solver keeps it, otherwise
+        the solver's own family (``family_``). See
         :ref:`Choosing a solver <batch-choosing>`.
     curvature : {"ef", "ggn"}, default="ef"
         Curvature of vogn and slang (ignored by the other solvers): ``"ef"``, the
@@ -53,8 +55,10 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
         ω of the schedule α / (1 + t^ω).
     mc_samples : int, default=1
         Samples of q per step.
-    prior_variance : float, default=1.0
-        σ₀² (fan-in scaled for networks).
+    prior_variance : float or "auto", default="auto"
+        σ₀² (fan-in scaled for networks). ``"auto"``: learned for the linear model (the
+        ELBO's maximiser after every epoch, as in :class:`VariationalRegressor`), 1 for
+        networks and user models.
     init_precision : float, default=None
         Precision of the starting q.
     max_iter, batch_size, shuffle, tol, n_iter_no_change, rate_drops : see VariationalRegressor
@@ -87,6 +91,8 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
         Posterior mean and marginal variances.
     coef_, intercept_ : ndarray
         Posterior mean weights and intercepts (linear models only).
+    prior_variance_, family_, input_mean_, input_scale_
+        As for :class:`VariationalRegressor`.
     n_features_in_ : int
         Number of features seen in ``fit``.
 

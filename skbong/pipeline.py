@@ -9,13 +9,31 @@ def _final_has_partial_fit(pipe):
     return final == "passthrough" or hasattr(final, "partial_fit")
 
 
+def _final_has(attr):
+    """``available_if`` check: the final step has ``attr`` (its own ``AttributeError``
+    otherwise, which names the step's class and the method)."""
+
+    def check(pipe):
+        getattr(pipe._final_estimator, attr)
+        return True
+
+    return check
+
+
 class StreamingPipeline(Pipeline):
     """``sklearn.pipeline.Pipeline`` with ``partial_fit``.
 
     ``partial_fit`` calls ``partial_fit`` on each intermediate step that has it (e.g.
     ``StandardScaler``) and then transforms with it; steps without ``partial_fit`` must
     already be fitted and only transform. The final step's ``partial_fit`` receives
-    the transformed data and any keyword arguments (e.g. ``classes``). Everything
+    the transformed data and any keyword arguments (e.g. ``classes``).
+
+    The final step's uncertainty methods that :class:`~sklearn.pipeline.Pipeline` does
+    not forward are forwarded here: ``predict_interval``, ``predict_logpdf``,
+    ``predict_logpmf``, ``sample_y``, ``sample_f`` and ``sample_proba`` transform X
+    through the fitted steps and call the final step's method, and exist only when the
+    final step has it. ``predict(X, return_std=True)``, ``predict_proba`` and
+    ``predict_log_proba`` are :class:`~sklearn.pipeline.Pipeline`'s own. Everything
     else behaves exactly as :class:`~sklearn.pipeline.Pipeline`.
 
     Parameters
@@ -37,6 +55,8 @@ class StreamingPipeline(Pipeline):
     >>> pipe = make_streaming_pipeline(StandardScaler(), BongClassifier(random_state=0))
     >>> X, y = np.random.default_rng(0).normal(size=(20, 3)), np.arange(20) % 2
     >>> pipe = pipe.partial_fit(X[:10], y[:10], classes=[0, 1]).partial_fit(X[10:], y[10:])
+    >>> pipe.sample_proba(X[:2], n_samples=3, random_state=0).shape
+    (2, 2, 3)
     """
 
     @available_if(_final_has_partial_fit)
@@ -72,6 +92,125 @@ class StreamingPipeline(Pipeline):
         if final != "passthrough":
             final.partial_fit(Xt, y, **params)
         return self
+
+
+    def _transform_to_final(self, X):
+        """X through the ``transform`` of every step before the final one."""
+        Xt = X
+        for _, _, step in self._iter(with_final=False):
+            Xt = step.transform(Xt)
+        return Xt
+
+    @available_if(_final_has("predict_interval"))
+    def predict_interval(self, X, **params):
+        """Transform X through the steps, then the final step's ``predict_interval``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs, as the first step takes them.
+        **params : dict
+            Passed to the final step's ``predict_interval`` (e.g. ``coverage``).
+
+        Returns
+        -------
+        interval : ndarray
+            What the final step's ``predict_interval`` returns.
+        """
+        return self._final_estimator.predict_interval(self._transform_to_final(X), **params)
+
+    @available_if(_final_has("predict_logpdf"))
+    def predict_logpdf(self, X, y):
+        """Transform X through the steps, then the final step's ``predict_logpdf``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs, as the first step takes them.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets, passed unchanged.
+
+        Returns
+        -------
+        logpdf : ndarray
+            What the final step's ``predict_logpdf`` returns.
+        """
+        return self._final_estimator.predict_logpdf(self._transform_to_final(X), y)
+
+    @available_if(_final_has("predict_logpmf"))
+    def predict_logpmf(self, X, y):
+        """Transform X through the steps, then the final step's ``predict_logpmf``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs, as the first step takes them.
+        y : array-like of shape (n_samples,)
+            Counts, passed unchanged.
+
+        Returns
+        -------
+        logpmf : ndarray
+            What the final step's ``predict_logpmf`` returns.
+        """
+        return self._final_estimator.predict_logpmf(self._transform_to_final(X), y)
+
+    @available_if(_final_has("sample_y"))
+    def sample_y(self, X, **params):
+        """Transform X through the steps, then the final step's ``sample_y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs, as the first step takes them.
+        **params : dict
+            Passed to the final step's ``sample_y`` (e.g. ``n_samples``,
+            ``random_state``).
+
+        Returns
+        -------
+        samples : ndarray
+            What the final step's ``sample_y`` returns.
+        """
+        return self._final_estimator.sample_y(self._transform_to_final(X), **params)
+
+    @available_if(_final_has("sample_f"))
+    def sample_f(self, X, **params):
+        """Transform X through the steps, then the final step's ``sample_f``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs, as the first step takes them.
+        **params : dict
+            Passed to the final step's ``sample_f`` (e.g. ``n_samples``,
+            ``random_state``).
+
+        Returns
+        -------
+        samples : ndarray
+            What the final step's ``sample_f`` returns.
+        """
+        return self._final_estimator.sample_f(self._transform_to_final(X), **params)
+
+    @available_if(_final_has("sample_proba"))
+    def sample_proba(self, X, **params):
+        """Transform X through the steps, then the final step's ``sample_proba``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs, as the first step takes them.
+        **params : dict
+            Passed to the final step's ``sample_proba`` (e.g. ``n_samples``,
+            ``random_state``).
+
+        Returns
+        -------
+        samples : ndarray
+            What the final step's ``sample_proba`` returns.
+        """
+        return self._final_estimator.sample_proba(self._transform_to_final(X), **params)
 
 
 def _is_fitted(step):

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-PAPER = Path(__file__).resolve().parent.parent / "benchmarks" / "paper"
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def merge_runs():
-    spec = importlib.util.spec_from_file_location("_paper_shared", PAPER / "_shared.py")
+    spec = importlib.util.spec_from_file_location("_bench_common", BENCH / "_common.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.merge_runs

@@ -1,6 +1,6 @@
-"""A fitted estimator with a user ``model=`` stays usable after pickle, deepcopy, another
-process and loky workers; equal structural parameters given in another form are accepted;
-a different model is refused (issue 21, item 1).
+"""A fitted estimator stays usable after pickle, deepcopy, another process, loky workers
+and ``skops.io``; with a user ``model=``, equal structural parameters given in another
+form are accepted and a different model is refused.
 
 What is tested, and why:
 
@@ -20,6 +20,13 @@ What is tested, and why:
 * Other functions, another model object, another lambda, and a function redefined
   under the same name (a re-run notebook cell: its shapes may differ): refused with the
   error that names ``model``.
+* ``skops.io`` (optional: skipped without it) saves and loads every estimator, linear
+  and network, after its predictions filled the caches (the sampled predictives' draws,
+  keyed by tuples, which skops cannot save; the stream's memo of JAX arrays), trusting
+  only the skbong types skops lists (no ``builtins.NoneType``, which skops cannot load);
+  the loaded estimator predicts bit for bit what the original does, keeps draws again,
+  and ``partial_fit`` continues both to the same belief. Saving leaves the original's
+  caches in place.
 """
 
 import copy
@@ -35,7 +42,13 @@ from _subprocess import run_pickled
 from numpy.testing import assert_array_equal
 from sklearn.model_selection import KFold, cross_validate
 
-from skbong import BongRegressor, VariationalRegressor
+from skbong import (
+    BongClassifier,
+    BongPoissonRegressor,
+    BongRegressor,
+    VariationalClassifier,
+    VariationalRegressor,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -189,3 +202,107 @@ def test_a_different_model_is_refused(fitted, other):
             var.predict(X)
         with pytest.raises(ValueError, match=REFUSED):
             var.partial_fit(X, Y)
+
+
+# ---------------------------------------------------------------- skops.io
+Y_CLASS = (Y > np.median(Y)).astype(int)
+Y_COUNT = np.random.default_rng(5).poisson(np.exp(0.5 * Y))
+SKOPS_CASES = {
+    # predictive="mc" so that predictions fill the draws cache
+    "regressor": (lambda: BongRegressor(predictive="mc", random_state=0), Y),
+    "regressor-loo": (
+        lambda: BongRegressor(calibration="loo", predictive="mc", random_state=0),
+        Y,
+    ),
+    "regressor-net": (
+        lambda: BongRegressor(hidden_layer_sizes=(3,), predictive="mc", random_state=0),
+        Y,
+    ),
+    "classifier": (lambda: BongClassifier(random_state=0), Y_CLASS),
+    "classifier-net": (
+        lambda: BongClassifier(hidden_layer_sizes=(3,), predictive="mc", random_state=0),
+        Y_CLASS,
+    ),
+    "poisson": (lambda: BongPoissonRegressor(predictive="mc", random_state=0), Y_COUNT),
+    "variational-regressor": (
+        lambda: VariationalRegressor(predictive="mc", max_iter=2, random_state=0),
+        Y,
+    ),
+    "variational-classifier-net": (
+        lambda: VariationalClassifier(hidden_layer_sizes=(3,), max_iter=2, random_state=0),
+        Y_CLASS,
+    ),
+}
+
+
+def _predictions(est):
+    """Every prediction the estimator offers on X, which also fills its caches."""
+    out = {"predict": est.predict(X)}
+    if hasattr(est, "predict_proba"):
+        out["predict_proba"] = est.predict_proba(X)
+    else:
+        out["std"] = est.predict(X, return_std=True)[1]
+    if hasattr(est, "predict_interval"):
+        out["interval"] = est.predict_interval(X)
+    if hasattr(est, "predict_logpdf"):
+        out["logpdf"] = est.predict_logpdf(X, Y)
+    if hasattr(est, "predict_logpmf"):
+        out["logpmf"] = est.predict_logpmf(X, Y_COUNT)
+    return out
+
+
+def _assert_same(a, b):
+    assert a.keys() == b.keys()
+    for name in a:
+        assert_array_equal(np.asarray(a[name]), np.asarray(b[name]), err_msg=name)
+
+
+@pytest.mark.parametrize("case", list(SKOPS_CASES))
+def test_skops_round_trip(case):
+    sio = pytest.importorskip("skops.io", reason="skops is optional (the [test] extra)")
+    make, y = SKOPS_CASES[case]
+    est = make().fit(X[:8], y[:8])
+    before = _predictions(est)
+    assert est._draws_cache, "the predictions should have kept draws"
+    if case.endswith("-net") and not case.startswith("variational"):
+        assert est._belief_memo is not None
+    if case == "regressor-loo":
+        assert est._loo_cache is not None
+    draws = list(est._draws_cache)
+
+    data = sio.dumps(est)
+    untrusted = sio.get_untrusted_types(data=data)
+    assert all(t.startswith("skbong.") for t in untrusted), untrusted
+    loaded = sio.loads(data, trusted=untrusted)
+
+    # saving left the original's caches as they were
+    assert [d is e for d, e in zip(est._draws_cache, draws)] == [True] * len(draws)
+    assert loaded._draws_cache == []  # kept again from the next sampled prediction
+    _assert_same(_predictions(loaded), before)
+    assert loaded._draws_cache
+    _assert_same(_predictions(est), before)
+
+    est.partial_fit(X[8:], y[8:])
+    loaded.partial_fit(X[8:], y[8:])
+    for a, b in zip(loaded._state, est._state):
+        assert_array_equal(a, b)
+    _assert_same(_predictions(loaded), _predictions(est))
+
+
+def test_pickled_state_has_no_caches():
+    """The state pickle and skops keep: the caches rebuilt on demand are left out, the
+    draws start empty, and the parameter snapshot holds type names, not types."""
+    linear = BongRegressor(predictive="mc", calibration="loo", random_state=0).fit(X, Y)
+    network = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, Y)
+    seen = set()
+    for est in (linear, network):
+        _predictions(est)
+        state = est.__getstate__()
+        for name in ("_belief_memo", "_config_cache", "_prior_var_cache", "_loo_cache"):
+            assert name not in state, name
+            if getattr(est, name, None) is not None:
+                seen.add(name)
+        assert state is not est.__dict__ and state["_state"] is est._state
+        assert not any(isinstance(v, type) for item in state["_checked"][0] for v in item)
+    assert len(seen) == 4  # each cache was there to be left out
+    assert linear.__getstate__()["_draws_cache"] == [] and linear._draws_cache

@@ -83,7 +83,7 @@ itself on small MLPs at a constant rate, with no clipping (``clip_radius`` = ∞
 clipping), the prior (δ per layer) of skbong, and the package's defaults otherwise. Nothing is
 tuned, and the numbers are not the paper's.
 
-Private members read (as ``_shared.dense_gaussian`` does): the estimator's ``_seed`` and
+Private members read (as ``_common.dense_gaussian`` does): the estimator's ``_seed`` and
 ``_key(1)`` (its starting mean and noise, to copy them), ``_batch``, ``_hyper(...)``,
 ``_solver_state`` and ``_solver_kind`` (to call the engine's epoch directly for the time).
 
@@ -115,16 +115,26 @@ from pathlib import Path  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _shared import FIGURES, REPO, check_data, header, mean_se, parser, pm, table, write_json  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for _common
+from _common import (  # noqa: E402
+    FIGURES,
+    PAPER_RESULTS,
+    Tee,
+    check_data,
+    header,
+    mean_se,
+    parser,
+    pm,
+    table,
+    write_json,
+)
+
 from skbong import VariationalClassifier  # noqa: E402
 from skbong.engine import epochs as engine_epochs  # noqa: E402
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from _common import Tee  # noqa: E402
 
 try:
     import ivon  # noqa: E402
@@ -881,9 +891,7 @@ def run(args, suffix):
         timings[name] = timing(name, CONFIGS[name], args.data_dir, reps)
     wall = time.perf_counter() - t_start
     print(f"\nrun time: {wall:.0f} s wall")
-    out = args.out or (
-        Path(REPO) / "benchmarks" / "results" / "paper" / f"ivon_reference{suffix}.json"
-    )
+    out = args.out or PAPER_RESULTS / f"ivon_reference{suffix}.json"
     write_json(
         {"results": results, "timing": timings, "run_seconds": wall, "output": sys.stdout.text()},
         f"ivon_reference{suffix}.json",

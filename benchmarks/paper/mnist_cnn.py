@@ -61,6 +61,7 @@ Run (hours on 2 CPU cores): ``python benchmarks/paper/mnist_cnn.py --configs hea
 """
 
 import json
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -68,8 +69,10 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from _shared import (
-    RESULTS,
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for _common
+from _common import (  # noqa: E402
+    PAPER_RESULTS,
     check_data,
     header,
     machine,
@@ -82,9 +85,9 @@ from _shared import (
     write_json,
 )
 
-from skbong import BongClassifier, engine
-from skbong.engine.curvature import output_jacobians
-from skbong.engine.families import FAMILIES
+from skbong import BongClassifier, engine  # noqa: E402
+from skbong.engine.curvature import output_jacobians  # noqa: E402
+from skbong.engine.families import FAMILIES  # noqa: E402
 
 
 # ------------------------------------------------------------------ the model
@@ -361,7 +364,7 @@ def main():
                    "into --out by (config, seed), then print the tables as --replot does")
     args = p.parse_args()
     if args.replot or args.merge:
-        path = Path(args.out) if args.out else RESULTS / "mnist_cnn.json"
+        path = Path(args.out) if args.out else PAPER_RESULTS / "mnist_cnn.json"
         if args.merge:
             runs = merge_runs(path, args.merge)["runs"]
         else:
@@ -406,7 +409,7 @@ def main():
             "dtype": "float32",
         },
     )
-    out = Path(args.out) if args.out else RESULTS / "mnist_cnn.json"
+    out = Path(args.out) if args.out else PAPER_RESULTS / "mnist_cnn.json"
     record = json.loads(out.read_text()) if args.resume and out.exists() else {}
     runs = record.get("runs", [])
     tuning = {}
@@ -520,7 +523,7 @@ def timing(names, args, rounds=3):
                  "first call s"])
     payload = {"ms_per_step": {n: [1000 * t for t in times[n]] for n in names},
                "first_call_s": first}
-    out = args.out or RESULTS / "mnist_cnn_timing.json"
+    out = args.out or PAPER_RESULTS / "mnist_cnn_timing.json"
     write_json(payload, out.name, out, settings)
 
 
@@ -581,7 +584,7 @@ def figure(runs, eval_at, path):
               ("BONG, families (paper Fig. 2)", [n for n in names if n.startswith("bong-")], 1)]
     style = {"lin_hess": "-", "lin_ef": "--", "mc_ef": ":"}
     fig, axes = plt.subplots(2, 4, figsize=(18, 8.5))
-    timing_path = RESULTS / "mnist_cnn_timing.json"
+    timing_path = PAPER_RESULTS / "mnist_cnn_timing.json"
     timing = (json.loads(timing_path.read_text())["ms_per_step"] if timing_path.exists()
               else {n: [1000 * r["median_step_s"] for r in runs if r["config"] == n]
                     for n in names})

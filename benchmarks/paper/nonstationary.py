@@ -36,14 +36,26 @@ import os
 # slower for P = 650 (seconds per row). One BLAS thread keeps this per-row stream fast.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import sys  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _shared import header, mean_se, parser, pm, pyplot, table, write_json  # noqa: E402
 from scipy.ndimage import rotate  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.linear_model import SGDClassifier  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for _common
+from _common import (  # noqa: E402
+    header,
+    mean_se,
+    parser,
+    pm,
+    pyplot,
+    table,
+    write_json,
+)
 
 from skbong import BongClassifier, BongRegressor  # noqa: E402
 
@@ -219,7 +231,7 @@ def main():
                for label, runs in curves.items()}
         for name, curves in results.items()
     }
-    write_json({"results": payload}, "nonstationary.json", args.out, settings)
+    write_json({"results": payload}, "paper/nonstationary.json", args.out, settings)
     if args.figure:
         figure(results, args.figure)
 

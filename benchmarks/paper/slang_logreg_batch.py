@@ -70,18 +70,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-from _shared import (  # noqa: E402
-    REPO,
-    dense_gaussian,
-    header,
-    parser,
-    pm,
-    run_tasks,
-    table,
-    write_json,
-)
 from libsvm_logreg import (  # noqa: E402
     LAMBDA,
     SLANG_TABLE1,
@@ -99,10 +90,19 @@ from libsvm_logreg import (  # noqa: E402
 )
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
-from skbong import VariationalClassifier  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for _common
+from _common import (  # noqa: E402
+    Tee,
+    dense_gaussian,
+    header,
+    parser,
+    pm,
+    run_tasks,
+    table,
+    write_json,
+)
 
-sys.path.insert(0, str(REPO / "benchmarks"))
-from _common import Tee  # noqa: E402
+from skbong import VariationalClassifier  # noqa: E402
 
 RATE = 0.05
 """α₀ = β₀ (appendix E.2)."""
@@ -432,7 +432,7 @@ def run(args):
     write_json(
         {"results": results, "convergence": summaries, "slang_table1": SLANG_TABLE1,
          "run_seconds": wall, "cpu_seconds": cpu, "output": sys.stdout.text()},
-        "slang_logreg_batch.json", args.out, settings,
+        "paper/slang_logreg_batch.json", args.out, settings,
     )
 
 

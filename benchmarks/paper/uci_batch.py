@@ -42,9 +42,15 @@ from pathlib import Path  # noqa: E402
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
-from _shared import (  # noqa: E402
+from jax.flatten_util import ravel_pytree  # noqa: E402
+from scipy.special import logsumexp  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+from uci_regression import DATASETS, PUBLISHED, load  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for _common
+from _common import (  # noqa: E402
     FIGURES,
-    REPO,
+    Tee,
     dense_gaussian,
     header,
     mean_se,
@@ -53,16 +59,9 @@ from _shared import (  # noqa: E402
     table,
     write_json,
 )
-from jax.flatten_util import ravel_pytree  # noqa: E402
-from scipy.special import logsumexp  # noqa: E402
-from sklearn.exceptions import ConvergenceWarning  # noqa: E402
-from uci_regression import DATASETS, PUBLISHED, load  # noqa: E402
 
 from skbong import VariationalRegressor  # noqa: E402
 from skbong.exceptions import SkippedRowsWarning  # noqa: E402
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from _common import Tee  # noqa: E402
 
 HIDDEN = 50
 
@@ -495,7 +494,8 @@ def run(args):
     summary = report(results, args.methods)
     settings["wall_seconds"], settings["cpu_seconds"] = wall, cpu
     write_json({"results": results, "summary": summary, "published": PUBLISHED},
-               "uci_batch_quick.json" if args.quick else "uci_batch.json", args.out, settings)
+               "paper/uci_batch_quick.json" if args.quick else "paper/uci_batch.json", args.out,
+               settings)
 
 
 if __name__ == "__main__":

@@ -29,12 +29,25 @@ Run: ``python benchmarks/paper/uci_regression.py`` (all 7 datasets × 20 splits)
 ``--seeds 5``, ``--datasets yacht bostonHousing``, ``--quick`` (3 splits, small grid).
 """
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
-from _shared import check_data, header, mean_se, parser, pm, pyplot, table, write_json
 
-from skbong import BongRegressor
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, for _common
+from _common import (  # noqa: E402
+    check_data,
+    header,
+    mean_se,
+    parser,
+    pm,
+    pyplot,
+    table,
+    write_json,
+)
+
+from skbong import BongRegressor  # noqa: E402
 
 DATASETS = {
     # file name → name in the papers' tables
@@ -234,8 +247,8 @@ def main():
                          "test LL": f"{lm:.2f} ± {ls:.2f}"})
         table(rows, ["method", "test RMSE", "test LL", "chosen (σ0², R)", "skipped rows"])
     summary(results, args.families)
-    write_json({"results": results, "published": PUBLISHED}, "uci_regression.json", args.out,
-               settings)
+    write_json({"results": results, "published": PUBLISHED}, "paper/uci_regression.json",
+               args.out, settings)
     if args.figure:
         figure(results, args.families, args.figure)
 

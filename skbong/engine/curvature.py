@@ -18,6 +18,7 @@ sample weights, zero for padding).
 import jax
 import jax.numpy as jnp
 
+from .program import program
 from .types import Curv
 
 EXACT_DIAG_MAX = 512
@@ -29,6 +30,19 @@ def batch_log_lik(config, theta, x, y, w, obs_var):
     f = config.model.apply(theta, x)
     per_row = jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, obs_var)
     return jnp.sum(w * per_row)
+
+
+@program(static_argnames=("config",))
+def log_joint(config, means, mean0, prior_var, x, y, w, obs_var):
+    """log p(y | θ) + log N(θ; μ₀, diag σ₀²), up to a constant, at each row θ of
+    ``means`` (K, P) with its own ``prior_var`` (K, P): the objective whose mode the
+    iterated filter's passes seek (the refinement of ``fit``)."""
+
+    def one(theta, var):
+        d = theta - mean0
+        return batch_log_lik(config, theta, x, y, w, obs_var) - 0.5 * jnp.sum(d * d / var)
+
+    return jax.vmap(one)(means, prior_var)
 
 
 def _linearised_gradient(config, mean, x, y, w, obs_var):
@@ -52,8 +66,17 @@ def output_jacobians(config, mean, x):
     return jax.vmap(one)(x)
 
 
-def lin_hess(config, family, state, x, y, w, obs_var, key):
+def lin_hess(config, family, state, x, y, w, obs_var, key, point=None):
     """LIN-HESS: g = Σᵢ Jᵢᵀ wᵢ ∇_f log p, B = [√wᵢ Jᵢᵀ Sᵢ] with Sᵢ Sᵢᵀ = Λ_y, at the mean.
+
+    ``point`` θ̄ (an iterated filter's pass): the log-likelihood's second-order expansion
+    in f about f̄ = f(x, θ̄), with f linearised about θ̄, in place of the expansion about
+    the mean μ. Its gradient at μ is Jᵀ[∇_f log p(f̄) − Λ_y (f_lin − f̄)] with
+    f_lin − f̄ = J (μ − θ̄) and J, Λ_y taken at θ̄: uᵢ loses Sᵢᵀ J (μ − θ̄). Conditioning
+    on these quadratic terms is exact and order-free, so a pass from the prior is one
+    Gauss–Newton step on the log posterior from θ̄ (for a GLM with canonical link, one
+    Newton/IRLS step), and the passes' fixed point is the mode with its Laplace
+    precision (Laplace-GGN).
 
     Both come from the same Jacobian rows; B is built as its rows Bᵀ (k × P), the layout
     the low-rank family works in (``factor`` is their transpose, free under ``jit``).
@@ -65,12 +88,15 @@ def lin_hess(config, family, state, x, y, w, obs_var, key):
     it would have made non-finite through r is still refused.
     """
     lik = config.impl.likelihood
-    f, jac = output_jacobians(config, state.mean, x)  # (b, C), (b, C, P)
+    at = state.mean if point is None else point
+    f, jac = output_jacobians(config, at, x)  # (b, C), (b, C, P)
     s = jax.vmap(lik.fisher_factor, in_axes=(0, None))(f, obs_var)  # (b, C, C)
     root_w = jnp.sqrt(w)
     s = s * root_w[:, None, None]
     rows = jnp.einsum("icp,icd->idp", jac, s).reshape(-1, jac.shape[-1])
     coef = jax.vmap(lik.grad_coef, in_axes=(0, 0, None))(y, f, obs_var) * root_w[:, None]
+    if point is not None:  # − √wᵢ Sᵢᵀ Jᵢ (μ − θ̄): the expansion's slope at μ
+        coef = coef - (rows @ (state.mean - point)).reshape(coef.shape)
     if lik.split_exact:
         coef = coef.reshape(-1)
         return coef @ rows, Curv(factor=rows.T, coef=coef)

@@ -33,7 +33,9 @@ evidence has the closed linearised form, and the output is on the target's own s
 bias gets the broad prior of :mod:`.models`): the Gaussian and the Student-t.
 
 ``obs_dof``: the degrees of freedom ν of additive noise that is a Gaussian scale mixture,
-Student-t(ν, 0, R) (:mod:`.student_t`); ``inf`` for the Gaussian. The learned noise
+Student-t(ν, 0, R) (:mod:`.student_t`); ``inf`` for the Gaussian. The registry's
+``"student_t"`` has ν = :data:`.student_t.DOF`; :func:`resolve` gives any other ν (the
+``obs_dof`` of :class:`~.types.Config`). The learned noise
 weights each row's share of the rate by E[λ | r] (:mod:`.noise`), and the predictive and
 the evidence have at most ν degrees of freedom. Only the Gaussian (ν = ∞) is conjugate.
 
@@ -49,6 +51,7 @@ factor S that vanishes where the output saturates, while ∇ stays finite.)
 (scalar or one per output); the other likelihoods ignore it.
 """
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -222,3 +225,25 @@ LIKELIHOODS = {
     ),
     "student_t": Likelihood("student_t", **student_t.fields(student_t.DOF)),
 }
+
+
+def resolve(name, obs_dof=None):
+    """The likelihood ``name`` of :data:`LIKELIHOODS`, or with ``obs_dof`` the Student-t of
+    ν = ``obs_dof`` degrees of freedom (``name`` must then be ``"student_t"``).
+
+    Equal ν give one object (cached), so that every read of :attr:`.types.Config.impl`
+    finds the same functions; the jitted programs are keyed by the configuration, which
+    carries ν (:class:`~.types.Config`), so each ν compiles once.
+    """
+    if obs_dof is None:
+        return LIKELIHOODS[name]
+    if name != "student_t":
+        raise ValueError(f"obs_dof applies to likelihood='student_t' only, not {name!r}")
+    return _student_t(student_t.check_dof(obs_dof, "obs_dof"))
+
+
+@functools.lru_cache(maxsize=64)
+def _student_t(nu):
+    if nu == student_t.DOF:
+        return LIKELIHOODS["student_t"]
+    return Likelihood("student_t", **student_t.fields(nu))

@@ -1,6 +1,6 @@
 """Batch variational solvers of the seed papers, and IVON, as pure steps.
 
-The batch setting (``../shared/BATCH_SOLVERS.md``; Khan et al. 2018, "Fast and scalable
+The batch setting (Khan et al. 2018, section 2; "Fast and scalable
 Bayesian deep learning by weight-perturbation in Adam", here "Vadam"; Mishkin et al.
 2018, "SLANG"; Shen et al. 2024, "IVON"): N rows, a mini-batch of m real rows (zero
 weights are padding), S Monte Carlo samples θₛ ~ q, a fixed prior N(0, diag(λ)⁻¹) (one
@@ -321,21 +321,32 @@ def solver(config):
     return Solver(_ivon_init, _ivon_sample, _ivon_step, _ivon_posterior)
 
 
+def marginal_variances(posterior):
+    """diag Σ (P,) of a posterior from :data:`Solver.posterior`."""
+    if isinstance(posterior, DLRState):
+        root = dlr_cov_root(posterior.prec_diag, posterior.prec_lr)
+        return 1.0 / posterior.prec_diag - jnp.sum(root * root, axis=1)
+    return jnp.diagonal(posterior.cov) if posterior.cov.ndim == 2 else posterior.cov
+
+
+def second_moments(posterior):
+    """E_q[θⱼ²] = μⱼ² + Σⱼⱼ (P,) of a posterior from :data:`Solver.posterior`."""
+    return posterior.mean * posterior.mean + marginal_variances(posterior)
+
+
 def kl_to_prior(posterior, prior_prec):
     """KL(q ‖ N(0, diag(λ)⁻¹)) of a posterior from :data:`Solver.posterior`."""
     p = posterior.mean.shape[0]
     if isinstance(posterior, DLRState):
-        root = dlr_cov_root(posterior.prec_diag, posterior.prec_lr)
-        var = 1.0 / posterior.prec_diag - jnp.sum(root * root, axis=1)
         _, inner, _ = dlr_grams(posterior.prec_diag, posterior.prec_lr.T)
         logdet_cov = -jnp.sum(jnp.log(posterior.prec_diag)) - 2.0 * jnp.sum(
             jnp.log(jnp.diagonal(jnp.linalg.cholesky(inner)))
         )
     elif posterior.cov.ndim == 2:
-        var = jnp.diagonal(posterior.cov)
         logdet_cov = 2.0 * jnp.sum(jnp.log(jnp.diagonal(cholesky(posterior.cov))))
     else:
         return diag_kl(posterior.mean, posterior.cov, prior_prec)
+    var = marginal_variances(posterior)
     mean = posterior.mean
     return 0.5 * (
         jnp.sum(prior_prec * (var + mean * mean)) - p - jnp.sum(jnp.log(prior_prec)) - logdet_cov

@@ -1,4 +1,4 @@
-"""The stream driver: one compiled ``lax.scan`` over mini-batches, predict → update.
+"""The stream driver: one compiled ``lax.fori_loop`` over mini-batches, predict → update.
 
 Inputs arrive as ``(T, b, ...)`` arrays: T steps of b rows. Rows with zero weight
 are padding (a partial last mini-batch); a step whose rows are all padding leaves
@@ -314,6 +314,7 @@ def run_bank(config, states, mean0, hyper, xs, ys, ws, step0, key, length=None):
         learning_rate=None,
         drift=0 if jnp.ndim(hyper.drift) else None,
         process_noise=None,
+        lin_point=None if hyper.lin_point is None else 0,  # each filter's own θ̄
     )
     return jax.vmap(one, in_axes=(0, axes))(states, hyper)
 

@@ -68,7 +68,7 @@ class Config:
     model : MLP or UserModel
         The model f(θ, X).
     likelihood : str
-        ``gaussian``, ``bernoulli``, ``categorical`` or ``poisson``.
+        ``gaussian``, ``bernoulli``, ``categorical``, ``poisson`` or ``student_t``.
     family : str
         ``full``, ``full_moment``, ``diag``, ``diag_moment`` or ``dlr``.
     rank : int
@@ -114,6 +114,11 @@ class Config:
         belief's before the row, from which the estimators compute the probability
         integral transform u = F(z) (Student-t with learned noise, Gaussian with a
         fixed one) and calibrate their intervals.
+    obs_dof : float or None
+        ν, the degrees of freedom of ``likelihood="student_t"``: any positive finite
+        value; ``None`` there is :data:`~.student_t.DOF` (stored as that number, so that
+        equal ν make equal configurations and share their compiled programs). ``None``
+        for every other likelihood.
     """
 
     model: Any
@@ -131,9 +136,13 @@ class Config:
     evidence: bool = False
     backtrack: int = 0
     pit: str | None = None
+    obs_dof: float | None = None
 
     def __post_init__(self):
         check_names(self.likelihood, self.family, self.rule, self.hessian)
+        nu = self.impl.likelihood.obs_dof  # checks obs_dof (:func:`.likelihoods.resolve`)
+        if nu != float("inf"):  # ν as the float it resolved to (frozen: set once, here)
+            object.__setattr__(self, "obs_dof", nu)
         for name in ("rank", "n_iter", "mc_samples"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -163,10 +172,10 @@ class Config:
         """The :class:`Impl` of the family, likelihood, rule and curvature estimator this
         configuration names: the engine reads every one of them from here, never from a
         registry by name (the names were checked once, on construction)."""
-        families, likelihoods, rules, estimators = _registries()
+        families, likelihood, rules, estimators = _registries()
         return Impl(
             families[self.family],
-            likelihoods[self.likelihood],
+            likelihood(self.likelihood, self.obs_dof),
             rules[self.rule],
             estimators[self.hessian],
         )
@@ -174,14 +183,15 @@ class Config:
 
 @functools.cache
 def _registries():
-    """The registries :attr:`Config.impl` reads (the dicts themselves, imported once: an
-    import statement in the property cost 10 µs per read, several reads per call)."""
+    """The registries :attr:`Config.impl` reads (the dicts themselves, and for the
+    likelihood its :func:`~.likelihoods.resolve`, imported once: an import statement in
+    the property cost 10 µs per read, several reads per call)."""
     from .curvature import ESTIMATORS
     from .families import FAMILIES
-    from .likelihoods import LIKELIHOODS
+    from .likelihoods import resolve
     from .rules import RULES
 
-    return FAMILIES, LIKELIHOODS, RULES, ESTIMATORS
+    return FAMILIES, resolve, RULES, ESTIMATORS
 
 
 class Hyper(NamedTuple):
@@ -200,6 +210,9 @@ class Hyper(NamedTuple):
         γ ∈ (0, 1], the Ornstein–Uhlenbeck decay toward the prior.
     process_noise : scalar
         q ≥ 0, isotropic process noise added in the predict step.
+    lin_point : (P,) or None
+        Where LIN-HESS linearises: ``None``, at the current mean (the paper's filter);
+        a fixed point θ̄, the iterated filter's pass (:func:`~.curvature.lin_hess`).
     """
 
     prior_var: Any
@@ -207,6 +220,7 @@ class Hyper(NamedTuple):
     learning_rate: Any
     drift: Any
     process_noise: Any
+    lin_point: Any = None
 
 
 class Curv(NamedTuple):

@@ -74,6 +74,12 @@ class Family(NamedTuple):
         ``finish``). ``None``: the stream checks ``is_valid`` on the result.
     entry_bound : callable ``state -> scalar`` or None
         The initial ``bound`` of ``checked_ngd`` (the largest absolute entry of Σ, once per stream call).
+    exact_update : bool
+        Whether BONG's LIN-HESS step is exact Bayesian conditioning of the family on the
+        likelihood's quadratic expansion (no projection onto the family): the full
+        covariance. Then iterated passes (``refine``) are Newton steps on the log
+        posterior and their fixed point is the Laplace posterior; for the other families
+        each step projects, and the passes have no such fixed point.
     """
 
     init: Callable
@@ -97,6 +103,7 @@ class Family(NamedTuple):
     end_check: Callable | None = None
     checked_ngd: Callable | None = None
     entry_bound: Callable | None = None
+    exact_update: bool = False
 
     def acceptable(self, state):
         """Whether a (backtracked) step's result is a usable belief: ``is_valid`` and,

@@ -176,6 +176,7 @@ def _family(parametrisation, advice=""):
         memory=lambda p, r, itemsize: 4 * p * p * itemsize,  # Σ, its update, two temporaries
         advice=advice,
         is_sound=_cholesky_succeeds,
+        exact_update=True,
         **(
             dict(checked_ngd=checked_ngd, entry_bound=entry_bound)
             if parametrisation == "natural"

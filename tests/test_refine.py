@@ -1,0 +1,154 @@
+"""``fit``'s further passes (``refine``): the iterated filter, LIN-HESS linearised at the
+previous pass's mean (engine: ``Hyper.lin_point``, :func:`skbong.engine.curvature.lin_hess`).
+
+The references are independent: the expansion's gradient written out in numpy, the
+mode of the log posterior found by scipy's optimiser, and the Laplace precision (the
+Hessian of the negative log posterior at the mode) in numpy."""
+
+import warnings
+
+import jax
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import expit
+
+import skbong.engine as E
+from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
+from skbong.engine.curvature import lin_hess
+
+
+def _state(p, seed):
+    rng = np.random.default_rng(seed)
+    return E.MeanCov(rng.normal(size=p), np.eye(p))
+
+
+@pytest.mark.parametrize("likelihood", ["gaussian", "bernoulli"])
+def test_lin_hess_at_a_point_is_the_expansion_about_it(likelihood):
+    """g at μ of the log-likelihood's second-order expansion about f̄ = f(θ̄):
+    Jᵀ w [∇_f log p(f̄) − Λ(f̄) J (μ − θ̄)], and the curvature Jᵀ w Λ(f̄) J, for the
+    linear model (J = [x, 1]). For the Gaussian likelihood the expansion is exact, so
+    every θ̄ gives the filter's own step (point=None)."""
+    rng = np.random.default_rng(0)
+    b, d = 5, 3
+    x, w = rng.normal(size=(b, d)), rng.uniform(0.5, 2.0, size=b)
+    y = (rng.normal(size=(b, 1)) > 0).astype(float) if likelihood == "bernoulli" else rng.normal(size=(b, 1))
+    model = E.MLP(d, 1, hidden=(), activation="identity", fit_intercept=True)
+    config = E.Config(model, likelihood, "full", 4, "bong", "lin_hess")
+    family = E.FAMILIES["full"]
+    state, point = _state(d + 1, 1), rng.normal(size=d + 1)
+    obs_var = np.array([0.7])
+    with jax.enable_x64(True):
+        g, curv = lin_hess(config, family, state, x, y, w, obs_var, None, point=point)
+        g0, curv0 = lin_hess(config, family, state, x, y, w, obs_var, None)
+        g, G = np.asarray(g), np.asarray(curv.factor @ curv.factor.T)
+        g0, G0 = np.asarray(g0), np.asarray(curv0.factor @ curv0.factor.T)
+    J = np.c_[x, np.ones(b)]
+    f_bar = J @ point
+    if likelihood == "gaussian":
+        grad, lam = (y[:, 0] - f_bar) / 0.7, np.full(b, 1 / 0.7)
+        np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(G, G0, rtol=1e-12)
+    else:
+        p = expit(f_bar)
+        grad, lam = y[:, 0] - p, p * (1 - p)
+    expected = J.T @ (w * (grad - lam * (J @ (state.mean - point))))
+    np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(G, J.T @ ((w * lam)[:, None] * J), rtol=1e-12, atol=1e-14)
+
+
+def _logistic_data(n=120, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (rng.uniform(size=n) < expit(X @ np.array([2.0, -1.5, 0.5]) + 0.3)).astype(int)
+    return X, y
+
+
+def _mode_and_laplace(X, y, prior_var):
+    """The mode of log p(y | θ) + log N(θ; 0, σ₀² I) by L-BFGS, and the Laplace covariance."""
+    H = np.c_[X, np.ones(len(X))]
+
+    def neg(theta):
+        f = H @ theta
+        return np.sum(np.logaddexp(0, f) - y * f) + 0.5 * theta @ theta / prior_var
+
+    def grad(theta):
+        return H.T @ (expit(H @ theta) - y) + theta / prior_var
+
+    res = minimize(neg, np.zeros(H.shape[1]), jac=grad, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10_000})
+    p = expit(H @ res.x)
+    prec = H.T @ ((p * (1 - p))[:, None] * H) + np.eye(H.shape[1]) / prior_var
+    return res.x, np.linalg.inv(prec)
+
+
+def test_refined_fit_is_the_laplace_posterior_at_the_mode():
+    """The passes' fixed point (Newton / IRLS) is the mode of the log posterior, with the
+    Laplace-GGN covariance (exact Hessian for the canonical link). Tolerance: the passes
+    stop when the mean moves by ≤ 1e-4 (1 + |θ|); Newton converges quadratically, so
+    the mode is then within ~(1e-4)² · C, and 1e-6 covers C up to 100. The covariance
+    is the curvature at the last linearisation point θ̄, within 1e-4 (1 + |θ|) ≈ 4e-4
+    of the mode: p(1 − p) moves by at most |x| / 4 times that, so rtol 2e-3."""
+    X, y = _logistic_data()
+    clf = BongClassifier(prior_variance=1.0, dtype="float64", refine=50, random_state=0).fit(X, y)
+    assert clf.family_ == "full" and 1 < clf.n_refine_passes_ < 50
+    mode, cov = _mode_and_laplace(X, y, 1.0)
+    np.testing.assert_allclose(clf.posterior_mean_, mode, atol=1e-6)
+    np.testing.assert_allclose(clf.posterior_.cov, cov, rtol=2e-3, atol=1e-8)
+    one_pass = BongClassifier(prior_variance=1.0, dtype="float64", refine=0, random_state=0).fit(X, y)
+    assert one_pass.n_refine_passes_ == 0
+    assert np.max(np.abs(one_pass.posterior_mean_ - mode)) > 1e-3  # one pass is not the mode
+
+
+def test_refine_is_fit_only_and_partial_fit_continues_from_it():
+    """partial_fit is one pass of the filter (a stream has no second pass); a partial_fit
+    after fit continues from the refined posterior."""
+    X, y = _logistic_data()
+    fitted = BongClassifier(prior_variance=1.0, dtype="float64", random_state=0).fit(X, y)
+    streamed = BongClassifier(prior_variance=1.0, dtype="float64", random_state=0)
+    streamed.partial_fit(X, y, classes=[0, 1])
+    assert streamed.n_refine_passes_ == 0 < fitted.n_refine_passes_
+    plain = BongClassifier(prior_variance=1.0, dtype="float64", refine=0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(streamed.posterior_mean_, plain.posterior_mean_)
+    assert fitted.n_observations_ == len(y)  # one pass's counters: the rows, once
+    before = fitted.posterior_mean_.copy()
+    fitted.partial_fit(X[:5], y[:5])
+    assert fitted.n_observations_ == len(y) + 5
+    assert not np.array_equal(fitted.posterior_mean_, before)
+
+
+def test_each_filter_of_the_bank_improves_its_own_log_posterior():
+    """With the evidence bank every filter's mean moves towards its own mode: after the
+    passes each filter's log posterior is at least that of its one-pass mean."""
+    X, y = _logistic_data()
+    one = BongClassifier(dtype="float64", refine=0, random_state=0).fit(X, y)
+    ref = BongClassifier(dtype="float64", random_state=0).fit(X, y)
+    H = np.c_[X, np.ones(len(X))]
+
+    def log_post(means, grid):
+        f = means @ H.T
+        return np.sum(y * f - np.logaddexp(0, f), axis=1) - 0.5 * np.sum(means**2, 1) / grid
+
+    live = np.isfinite(one.log_evidence_)
+    grid = one.prior_grid_
+    assert ref.n_refine_passes_ > 0
+    assert np.all(log_post(ref.posterior_.mean, grid)[live] >= log_post(one.posterior_.mean, grid)[live])
+
+
+def test_refine_applies_only_where_it_changes_something():
+    """No pass for networks, drift, other rules and estimators, and no parameter for the
+    regressor (the Gaussian's one pass is exact); the Poisson GLM takes them."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = X @ np.array([1.0, -1.0]) + rng.normal(size=60)
+    reg = BongRegressor(random_state=0).fit(X, y)
+    assert "refine" not in reg.get_params() and not hasattr(reg, "n_refine_passes_")
+    Xc, yc = _logistic_data(60)
+    for params in ({"hidden_layer_sizes": (4,)}, {"drift": 0.99}, {"rule": "blr"},
+                   {"hessian": "lin_ef"}, {"refine": 0}):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = BongClassifier(random_state=0, prior_variance=1.0, **params).fit(Xc, yc)
+        assert clf.n_refine_passes_ == 0, params
+    counts = rng.poisson(np.exp(0.5 * X[:, 0]))
+    assert BongPoissonRegressor(random_state=0).fit(X, counts).n_refine_passes_ > 0
