@@ -522,7 +522,11 @@ def main():
                      "span in dlr/full": pm([dd["span in dlr/full"] for dd in diags], 2),
                      "span out dlr/full": pm([dd["span out dlr/full"] for dd in diags], 2),
                      "span out full/lap": pm([dd["span out full/lap"] for dd in diags], 2)})
-    table(rows, list(rows[0]), say)
+    if rows:
+        table(rows, list(rows[0]), say)
+    else:
+        say("    (none: every fit was a prior bank; pass a fixed prior_variance to the script's "
+            "BongClassifier for one belief per family)")
 
     say("\n--- predict_log_proba wall time on the test rows (ms, warm, min of 3 calls, mean "
         "over seeds); the numbers above are for these same calls")

@@ -83,8 +83,8 @@ axes[0].legend()
 # %%
 # Calibration on held-out images
 # ------------------------------
-# The plug-in predictive uses the network at the posterior mean; the linearised one
-# (the default, ``"linmc"``) averages the probabilities over the posterior. After one
+# The plug-in predictive (the classifier's default) uses the network at the posterior
+# mean; the linearised one (``"linmc"``) averages the probabilities over the posterior. After one
 # pass both are right more often than their confidence says (points above the
 # diagonal: under-confident), the linearised one more so, since averaging over a
 # posterior still wide in the directions the images have not pinned down flattens the

@@ -74,6 +74,11 @@ class RegressorFace:
             return self._tail_dof(self._noise[0].astype(np.float64).reshape(-1, self._n_out)[0])
         return self._tail_dof(None) * np.ones(self._n_out)
 
+    def _likelihood_dof(self):
+        """ν of a Student-t likelihood (``None``: the likelihood's own); the streaming
+        regressor's ``dof`` overrides it."""
+        return None
+
     def _obs_dof(self):
         """ν of the likelihood's noise: ``inf`` for the Gaussian, finite for the Student-t
         (the estimator's :meth:`_likelihood_dof`)."""

@@ -49,6 +49,26 @@ def pytest_configure(config):
     enable_compilation_cache(os.environ[_ENV])
 
 
+QUICK_LANE = frozenset({
+    "test_conjugate.py", "test_errors.py", "test_estimators.py", "test_estimators_mc.py",
+    "test_linalg.py", "test_models.py", "test_paper_merge.py", "test_pipeline.py",
+    "test_plotting.py", "test_posterior.py", "test_precision.py", "test_progress.py",
+    "test_refine.py", "test_robustness.py", "test_special_cases.py", "test_split.py",
+    "test_stream.py", "test_variational_stopping.py",
+})
+"""The modules of the quick lane, ``python -m pytest -m "not slow"`` (under two minutes on
+two cores): the closed forms and identities of the conjugate case, the stream, the
+estimators' contract and errors, the special cases and the refinement. Every other
+module is marked ``slow`` at collection (the whole suite runs them all); so is any test
+marked ``slow`` itself."""
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name not in QUICK_LANE:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_unconfigure(config):
     if getattr(config, "_skbong_cache_owner", False):
         shutil.rmtree(os.environ.pop(_ENV), ignore_errors=True)
@@ -69,3 +89,13 @@ def compiles():
     jax.monitoring.register_event_duration_secs_listener(listen)
     yield counts
     jax.monitoring.unregister_event_duration_listener(listen)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _fresh_programs_per_module():
+    """Drop the compiled programs after each test module: a worker of the whole suite
+    otherwise holds every program it built (several GB of XLA:CPU code and buffers),
+    and late in a run a worker so loaded stalled inside XLA. Programs still come back
+    from the run's persistent cache when a later module needs them."""
+    yield
+    jax.clear_caches()

@@ -146,11 +146,11 @@ def test_classifier_biases_keep_the_prior_variance():
 
 
 @pytest.mark.parametrize(
-    ("hidden", "expected"), [((), "linmc"), ((4,), "plugin")], ids=["linear", "network"]
+    ("hidden", "expected"), [((), "plugin"), ((4,), "plugin")], ids=["linear", "network"]
 )
 def test_classifier_predictive_auto_follows_the_model(hidden, expected):
-    # "auto" (the default) is linmc for the linear model and plugin for networks
-    # (doc: Which predictive); the regressor's "auto" is linmc whatever the model
+    # "auto" (the default) is plugin for the classifier, linear or network (doc: Which
+    # predictive); the regressor's "auto" is linmc whatever the model
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 3))
     y = (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(int)

@@ -33,7 +33,7 @@ PAGES = [
 ]
 
 NOT_RUN = {
-    ("doc/user_guide/practical.rst", 2): (
+    ("doc/user_guide/practical.rst", 3): (
         "it turns on JAX's persistent compilation cache for the whole process"
     ),
     ("doc/user_guide/scaling_out.rst", 2): (

@@ -78,8 +78,9 @@ def _reg(**kw):
 
 def _clf(**kw):
     # one filter at σ₀² = 1: the plugin predictive is then the link of coef_ (a prior
-    # bank, the linear classifier's default, mixes its filters' links instead)
-    params = dict(CONJ, prior_variance=1.0)
+    # bank, the linear classifier's default, mixes its filters' links instead); one pass
+    # (refine=0): these tests hold fit to the stream of partial_fit calls
+    params = dict(CONJ, prior_variance=1.0, refine=0)
     params.update(kw)
     return BongClassifier(**params)
 

@@ -218,7 +218,7 @@ SKOPS_CASES = {
         lambda: BongRegressor(hidden_layer_sizes=(3,), predictive="mc", random_state=0),
         Y,
     ),
-    "classifier": (lambda: BongClassifier(random_state=0), Y_CLASS),
+    "classifier": (lambda: BongClassifier(predictive="linmc", random_state=0), Y_CLASS),
     "classifier-net": (
         lambda: BongClassifier(hidden_layer_sizes=(3,), predictive="mc", random_state=0),
         Y_CLASS,
