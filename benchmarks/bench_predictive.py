@@ -45,6 +45,7 @@ import sys
 import time
 from pathlib import Path
 
+import jax
 import numpy as np
 import scipy.optimize
 from scipy.special import log_expit, log_softmax, logsumexp
@@ -416,6 +417,7 @@ def main():
 
     results, diagnostics, meta, prior_used = {}, {}, {}, set()
     for name, spec in sets.items():
+        jax.clear_caches()  # a process that kept every set's programs stalled inside XLA
         t0 = time.perf_counter()
         for seed in seeds:
             Xtr, ytr, Xte, yte = split(spec, seed)
