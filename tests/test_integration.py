@@ -299,3 +299,28 @@ def test_partial_fit_compiles_bounded_programs(compiles):
     assert clf.n_observations_ == sum(sizes)
     compiled = compiles["jit(run_stream_checked)"]  # the estimators' stream program
     assert 1 <= compiled <= len(E.CHUNK_SIZES)
+
+
+def test_default_bank_of_a_dlr_classifier_finishes_in_a_fresh_process():
+    """``BongClassifier()`` on digits (the dlr family, P = 650, and the evidence bank of
+    filters vmapped) finishes in a fresh process on a 2-core machine. With XLA's batched
+    CPU eigensolver the bank's two concurrent batched ``eigh`` calls each held one of the
+    two intra-op pool threads while waiting for parts queued behind the other, and the
+    fit hung forever with every thread idle (see
+    ``tests/test_linalg.py::test_batched_lapack_kernels_run_one_matrix_at_a_time``). A
+    hang shows here as the subprocess's timeout."""
+    import subprocess
+    import sys
+
+    script = (
+        "from sklearn.datasets import load_digits; import skbong; "
+        "X, y = load_digits(return_X_y=True); "
+        "c = skbong.BongClassifier(random_state=0).fit(X, y); "
+        "print(c.family_, round(c.score(X, y), 2))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    family, accuracy = proc.stdout.split()
+    assert family == "dlr" and float(accuracy) > 0.9

@@ -337,3 +337,52 @@ def test_natural_step_stacks_its_grams_only_for_some_column_counts(rank, outputs
     two = text.count(f"f32[{k},{k}] = dot_general")
     assert stacked == (k in la.STACKED_COLUMNS) == (9 <= k <= 12)
     assert two >= (0 if stacked else 2)
+
+
+def _lapack_operands(text):
+    """The operand types of every LAPACK call in a lowered program's text."""
+    return re.findall(r"@lapack_\w+\(.*?\)\s*(?:\{.*?\}\s*)?:\s*\((tensor<[^>]*>)", text)
+
+
+@pytest.mark.parametrize("kernel", ["eigh", "cholesky", "tril_inverse"])
+def test_batched_lapack_kernels_run_one_matrix_at_a_time(kernel):
+    """Under ``vmap`` (the evidence bank vmaps its filters) every LAPACK call of the
+    small kernels takes one matrix, never a stack: XLA's batched CPU kernels split a
+    stack over the intra-op pool and wait on a pool thread for the parts, and two such
+    calls at once deadlocked a 2-core machine (a dlr bank on digits, every thread idle).
+    A plain vmap of ``jnp.linalg.eigh`` lowers to one call on a (4, 5, 5) operand, which
+    fails the check. The stacked results equal numpy's, matrix by matrix."""
+    spd = np.stack([_spd(5) + k * np.eye(5) for k in range(4)])
+    chol = np.linalg.cholesky(spd)
+    fn, arg = {
+        "eigh": (la.eigh, spd),
+        "cholesky": (la.cholesky, spd),
+        "tril_inverse": (la.tril_inverse, chol),
+    }[kernel]
+    with jax.enable_x64(True):
+        text = jax.jit(jax.vmap(fn)).lower(arg).as_text()
+        out = jax.vmap(fn)(arg)
+    operands = _lapack_operands(text)
+    assert operands, "no LAPACK call found in the lowered program"
+    assert all(op.startswith("tensor<5x5x") for op in operands), operands
+    for k in range(4):
+        if kernel == "eigh":
+            vals = np.linalg.eigvalsh(spd[k])
+            np.testing.assert_allclose(out[0][k], vals, rtol=0, atol=1e-12)
+            vecs = np.asarray(out[1][k])
+            np.testing.assert_allclose(vecs @ np.diag(vals) @ vecs.T, spd[k], atol=1e-12)
+        elif kernel == "cholesky":
+            np.testing.assert_allclose(out[k], chol[k], rtol=0, atol=1e-12)
+        else:
+            np.testing.assert_allclose(out[k], np.linalg.inv(chol[k]), rtol=0, atol=1e-12)
+
+
+def test_lapack_operand_pattern_sees_a_batched_call():
+    """The pattern of the test above finds the stacked operand of a plain vmapped eigh
+    (else that test could pass by matching nothing batched)."""
+    spd = np.stack([_spd(5)] * 4)
+    with jax.enable_x64(True):
+        text = jax.jit(jax.vmap(jax.numpy.linalg.eigh)).lower(
+            spd
+        ).as_text()
+    assert any(op.startswith("tensor<4x5x5x") for op in _lapack_operands(text))

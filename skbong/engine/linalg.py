@@ -10,6 +10,33 @@ from jax.lax import linalg as lax_linalg
 from jax.scipy.linalg import solve_triangular
 
 
+def one_at_a_time(fn):
+    """``fn`` (of arrays) whose batched form, under :func:`jax.vmap`, runs the batch one
+    element at a time (:func:`jax.lax.map`) instead of calling the batched LAPACK kernel.
+
+    XLA's CPU LAPACK kernels split a batch over the intra-op thread pool and wait for the
+    parts on a pool thread. When two such batched calls of one program run at once, each
+    can hold a pool thread while waiting for parts queued behind the other: on a 2-core
+    machine the evidence bank (the filters vmapped) of a dlr classifier on digits
+    deadlocked that way, every thread idle, inside its batched ``eigh``. The matrices here
+    are small (k × k, k = R + C, or a block of at most :data:`CHOLESKY_BLOCK` rows), so
+    the loop costs little, and it leaves one kernel call per matrix, which never waits
+    on the pool.
+    """
+    batched_fn = jax.custom_batching.custom_vmap(fn)
+
+    @batched_fn.def_vmap
+    def _rule(axis_size, in_batched, *args):
+        args = tuple(
+            a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a))
+            for a, b in zip(args, in_batched)
+        )
+        out = jax.lax.map(lambda xs: batched_fn(*xs), args)
+        return out, jax.tree_util.tree_map(lambda _: True, out)
+
+    return batched_fn
+
+
 def sym(a):
     """Symmetric part ``(A + Aᵀ) / 2`` of a square matrix."""
     return 0.5 * (a + a.T)
@@ -36,13 +63,19 @@ def cholesky(a):
     """
     n = a.shape[0]
     if n <= CHOLESKY_BLOCK:
-        return jnp.linalg.cholesky(a)
+        return _lapack_cholesky(a)
     h = n // 2
     chol_a = cholesky(a[:h, :h])
     below = a[h:, :h] @ tril_inverse(chol_a).T  # C L_A⁻ᵀ
     chol_d = cholesky(a[h:, h:] - below @ below.T)
     top = jnp.concatenate([chol_a, jnp.zeros((h, n - h), a.dtype)], axis=1)
     return jnp.concatenate([top, jnp.concatenate([below, chol_d], axis=1)], axis=0)
+
+
+_lapack_cholesky = one_at_a_time(jnp.linalg.cholesky)
+_lapack_tril_inverse = one_at_a_time(
+    lambda chol: solve_triangular(chol, jnp.eye(chol.shape[0], dtype=chol.dtype), lower=True)
+)
 
 
 def tril_inverse(chol):
@@ -55,7 +88,7 @@ def tril_inverse(chol):
     """
     n = chol.shape[0]
     if n <= TRIANGULAR_BLOCK:
-        return solve_triangular(chol, jnp.eye(n, dtype=chol.dtype), lower=True)
+        return _lapack_tril_inverse(chol)
     h = n // 2
     inv_a = tril_inverse(chol[:h, :h])
     inv_d = tril_inverse(chol[h:, h:])
@@ -276,6 +309,7 @@ def project_rank(rows, gram, rank):
     return project_on(rows, gram_eigh(gram)[1], rank)
 
 
+@one_at_a_time
 def eigh(a):
     """Eigenvalues (ascending) and eigenvectors of a symmetric ``a``, as
     :func:`jax.numpy.linalg.eigh`.

@@ -186,12 +186,13 @@ def _family(parametrisation, advice=""):
 
 
 def _cholesky_succeeds(state):
-    """In-graph: the symmetrised covariance has a finite Cholesky factor (O(P³)): the
-    backtracked steps' acceptance test, and :func:`is_spd` inside the stream program
+    """In-graph: the symmetrised covariance has a finite Cholesky factor (O(P³), by
+    :func:`~skbong.engine.linalg.cholesky`, one matrix at a time under a bank's vmap):
+    the backtracked steps' acceptance test, and :func:`is_spd` inside the stream program
     (``end_check``, once per call). XLA's CPU Cholesky is LAPACK's ``potrf``, as in
     :func:`is_spd`, and returns NaN where it fails."""
     cov = 0.5 * (state.cov + state.cov.T)
-    return jnp.all(jnp.isfinite(jnp.linalg.cholesky(cov)))
+    return jnp.all(jnp.isfinite(cholesky(cov)))
 
 
 _is_valid = gs._is_valid(ALGEBRA)
