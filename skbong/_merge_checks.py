@@ -168,8 +168,9 @@ def _check_together(estimators, compare_model):
             if not _equal(value, facts[name]):
                 hints = {
                     "classes_": " (pass classes= to partial_fit so every shard knows every class)",
-                    "input_mean_": " (each shard's first call standardised a network's inputs, "
-                    "which are off its prior's scale: standardise X before fitting the shards)",
+                    "input_mean_": " (each shard's first call standardised inputs off the "
+                    "prior's scale with its own statistics: standardise X before fitting "
+                    "the shards)",
                 }
                 hints["input_scale_"] = hints["input_mean_"]
                 raise ValueError(

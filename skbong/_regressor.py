@@ -263,11 +263,12 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
     Attributes
     ----------
     input_mean_, input_scale_ : ndarray of shape (n_features,)
-        A network's input standardisation: where a column of the first call's inputs
-        has a root mean square above 3, the network learns and predicts on
+        The input standardisation of the built-in models: where a column of the first
+        call's inputs has a root mean square above 3, the model learns and predicts on
         (x − ``input_mean_``) / ``input_scale_``, that call's column means and standard
-        deviations; 0 and 1 where the inputs are used as given (the linear model, user
-        models, inputs on the prior's scale).
+        deviations (without an intercept, 0 and the root mean squares); 0 and 1 where
+        the inputs are used as given (user models, inputs on the prior's scale).
+        ``coef_`` and ``intercept_`` are on the user's scale.
     n_features_in_ : int
         Number of features seen in ``fit``.
     family_ : str

@@ -566,7 +566,9 @@ class StreamingMixin:
                 if "refine" in self._parameter_constraints:  # the GLMs' fit (_refine)
                     self.n_refine_passes_ = 0
                 config = self._reset(X.shape[1], n_out, hidden)
-                affine = _inputs.standardisation(config.model, X, sample_weight)
+                affine = _inputs.standardisation(
+                    config.model, X, sample_weight, self.fit_intercept
+                )
                 _inputs.publish(self, affine, X.shape[1])
             else:
                 config = self._config(hidden)

@@ -302,13 +302,10 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
     def _publish_inputs(self, X, w):
         """Set ``input_mean_`` / ``input_scale_`` from the fit's rows: the inputs of the
         linear model and of networks are standardised where a column's root mean square
-        exceeds :data:`skbong._inputs.INPUT_RMS_MAX` (a batch solver's step, unlike the
-        online linear filter's exact one, depends on the inputs' scale; without it a
-        linear fit on raw UCI inputs ended at 1.4-1.6x the RMSE of standardised ones).
-        Without an intercept the inputs are only scaled, so the model stays linear."""
-        affine = _inputs.standardisation(self._batch.model, X, w, linear=True)
-        if affine is not None and not self.fit_intercept and not self._hidden:
-            affine = (np.zeros_like(affine[0]), affine[1])
+        exceeds :data:`skbong._inputs.INPUT_RMS_MAX` (see :mod:`skbong._inputs`; a batch
+        solver's step also depends on the inputs' scale: without it a linear fit on raw
+        UCI inputs ended at 1.4-1.6x the RMSE of standardised ones)."""
+        affine = _inputs.standardisation(self._batch.model, X, w, self.fit_intercept)
         _inputs.publish(self, affine, X.shape[1])
 
     # ------------------------------------------------------------- fit paths

@@ -234,9 +234,10 @@ def test_auto_family_keeps_the_variances_a_full_rank_dlr_cancels():
 
 
 def test_auto_dtype_is_float64_for_the_linear_model_only():
-    """A raw date column near 7.4e5 (as in river's TrumpApproval): x² σ₀² ≈ 5e11 cancels
-    the Kalman update in float32, which refuses row 0; the default (float64 for the
-    linear model) learns the rows. Networks keep float32."""
+    """A raw date column near 7.4e5 (as in river's TrumpApproval), streamed from a
+    single row (which says nothing of the spread, so the inputs are used as given):
+    x² σ₀² ≈ 5e11 cancels the Kalman update in float32, which refuses row 0; the default
+    (float64 for the linear model) learns the rows. Networks keep float32."""
     rng = np.random.default_rng(0)
     n = 300
     date = 7.36389e5 + rng.permutation(n)
@@ -244,8 +245,9 @@ def test_auto_dtype_is_float64_for_the_linear_model_only():
     X = np.column_stack([date, polls])
     y = 0.01 * (date - date.min()) + polls @ [0.3, -0.2, 0.1] + 0.5 * rng.normal(size=n)
     with pytest.raises(NonFiniteUpdateError, match="row 0"):
-        BongRegressor(dtype="float32", prior_variance=1.0).fit(X, y)
-    est = BongRegressor().fit(X[:200], y[:200])
+        BongRegressor(dtype="float32", prior_variance=1.0).partial_fit(X[:1], y[:1])
+    est = BongRegressor().partial_fit(X[:1], y[:1]).partial_fit(X[1:200], y[1:200])
+    np.testing.assert_array_equal(est.input_scale_, 1.0)
     assert est.n_skipped_ == 0 and est.posterior_mean_.dtype == np.float64
     assert est.score(X[200:], y[200:]) > 0
     # the classifier's update is approximate anyway: float32 (and the float32 refusal)

@@ -5,6 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import scipy.special
 from sklearn.base import clone
 
 from skbong import BongClassifier, BongRegressor
@@ -121,22 +122,38 @@ def _standardised(X, est):
     return (X - est.input_mean_) / est.input_scale_
 
 
+@pytest.mark.parametrize("hidden", [(8,), ()], ids=["network", "linear"])
 @pytest.mark.parametrize("cls", [BongRegressor, BongClassifier])
-def test_raw_predictions_equal_the_standardised_models(cls):
-    """The network fitted on raw rows is, bit for bit, the one fitted on the rows
+def test_raw_predictions_equal_the_standardised_models(cls, hidden):
+    """The model fitted on raw rows is, bit for bit, the one fitted on the rows
     standardised with its input_mean_ / input_scale_ (which are used as given), in fit,
-    partial_fit and every prediction; input gradients follow the chain rule."""
+    partial_fit and every prediction; input gradients follow the chain rule. The linear
+    model's coef_ and intercept_ are on the raw scale: they give its predictions."""
     classify = cls is BongClassifier
     X, y, _ = _raw(600, 1e4, 2, classify=classify)
     X2, y2, _ = _raw(300, 1e2, 3, classify=classify)  # a later call on another scale
     Xt, _, _ = _raw(50, 1e4, 4, classify=classify)
-    raw = cls(hidden_layer_sizes=(8,), random_state=0).fit(X, y).partial_fit(X2, y2)
+    kw = dict(refine=0) if classify else {}  # one pass: the same rows, the same steps
+    if classify and not hidden:  # one prior: predict_proba is σ(score), not a mixture
+        kw["prior_variance"] = 1.0
+    raw = cls(hidden_layer_sizes=hidden, random_state=0, **kw).fit(X, y).partial_fit(X2, y2)
     std = clone(raw).fit(_standardised(X, raw), y).partial_fit(_standardised(X2, raw), y2)
     np.testing.assert_array_equal(std.input_mean_, 0.0)  # used as given
     np.testing.assert_array_equal(std.input_scale_, 1.0)
     assert raw.input_mean_[0] > 1e4  # the first call's statistics, kept by partial_fit
     np.testing.assert_array_equal(raw._state[0], std._state[0])
     Zt = _standardised(Xt, raw)
+    if not hidden:  # W (x − m) / s + b = (W / s) x + (b − (W / s) m), in rounding
+        scores = (Xt @ raw.coef_.T + raw.intercept_).ravel()
+        if classify:  # two classes, the plugin predictive: σ(score)
+            scores, expect = scipy.special.expit(scores), std.predict_proba(Zt)[:, 1]
+        else:
+            expect = std.predict(Zt)
+        # the standardised path rounds in the working dtype: |Δscore| ≲ ε Σⱼ|wⱼ zⱼ| (a
+        # few rounding steps of each term), and σ' ≤ 1 / 4
+        terms = np.abs(Zt) @ np.abs(raw.coef_.ravel() * raw.input_scale_) + 1.0
+        eps = np.finfo(raw._state[0].dtype).eps
+        np.testing.assert_allclose(scores, expect, rtol=0, atol=4 * eps * terms.max())
     if classify:
         np.testing.assert_array_equal(raw.predict_proba(Xt), std.predict_proba(Zt))
         return
@@ -155,9 +172,9 @@ def test_inputs_on_the_priors_scale_are_used_as_given():
     net = BongRegressor(hidden_layer_sizes=(4,), random_state=0).fit(X, y)
     np.testing.assert_array_equal(net.input_mean_, 0.0)
     np.testing.assert_array_equal(net.input_scale_, 1.0)
-    # the linear model is never standardised, whatever the scale
-    lin = BongRegressor().fit(100 * X + 1e3, y)
+    lin = BongRegressor().fit(X, y)
     np.testing.assert_array_equal(lin.input_mean_, 0.0)
+    np.testing.assert_array_equal(lin.input_scale_, 1.0)
     # one row says nothing of the spread: used as given
     one = BongRegressor(hidden_layer_sizes=(4,), random_state=0).partial_fit(100 * X[:1], y[:1])
     np.testing.assert_array_equal(one.input_scale_, 1.0)
@@ -172,6 +189,39 @@ def test_the_statistics_weigh_rows_by_their_sample_weight():
     rep = np.repeat(np.arange(40), w)
     np.testing.assert_allclose(weighted.input_mean_, X[rep].mean(axis=0), rtol=1e-12)
     np.testing.assert_allclose(weighted.input_scale_, X[rep].std(axis=0), rtol=1e-12)
+
+
+def test_without_an_intercept_the_linear_inputs_are_only_scaled():
+    """fit_intercept=False: x / s with s the column's root mean square (centring would
+    add the intercept the user left out); with an intercept, the mean and the s.d."""
+    rng = np.random.default_rng(8)
+    X = 40 * rng.normal(size=(100, 2)) + [300, -5]
+    y = X @ [0.01, 0.02] + 0.1 * rng.normal(size=100)
+    through = BongRegressor(fit_intercept=False).fit(X, y)
+    np.testing.assert_array_equal(through.input_mean_, 0.0)
+    np.testing.assert_allclose(through.input_scale_, np.sqrt(np.mean(X**2, axis=0)), rtol=1e-12)
+    np.testing.assert_array_equal(through.intercept_, 0.0)
+    line = BongRegressor().fit(X, y)
+    np.testing.assert_allclose(line.input_mean_, X.mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(line.input_scale_, X.std(axis=0), rtol=1e-12)
+
+
+def test_a_column_that_a_few_corrupt_rows_dominate_is_used_as_given():
+    """Two entries of 1e30 would set a column's scale, and standardised with it the other
+    rows would be one value: that column is used as given (its rows judged as any
+    other: skipped here, with on_error="skip"), while a column of large but ordinary
+    spread beside it is standardised; a rare binary column is not dominated."""
+    rng = np.random.default_rng(9)
+    X = np.c_[rng.normal(size=60), 100 * rng.normal(size=60), rng.random(60) < 0.05]
+    y = X @ [1.0, 0.01, 1.0] + 0.1 * rng.normal(size=60)
+    X[[3, 40], 0] = 1e30
+    est = BongRegressor(on_error="skip", dtype="float32").fit(X, y)
+    assert est.input_mean_[0] == 0.0 and est.input_scale_[0] == 1.0
+    assert est.input_scale_[1] > 50 and est.input_scale_[2] != 1.0
+    assert est.n_skipped_ == 2
+    clean = np.ones(60, bool)
+    clean[[3, 40]] = False
+    assert est.score(X[clean], y[clean]) > 0.9
 
 
 def test_a_constant_column_is_centred_not_scaled():
