@@ -25,6 +25,7 @@ _SOURCES = {
     "fit_partitions": ".distributed",
     "make_streaming_pipeline": ".pipeline",
     "merge_posteriors": "._merge",
+    "set_compilation_cache": "._cache",
 }
 
 __version__ = "0.1.0"
@@ -44,6 +45,7 @@ __all__ = [
     "fit_partitions",
     "make_streaming_pipeline",
     "merge_posteriors",
+    "set_compilation_cache",
     "__version__",
 ]
 

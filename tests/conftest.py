@@ -1,10 +1,11 @@
-"""Test-run setup: one persistent JAX compilation cache shared by the xdist workers.
+"""Test-run setup: one program cache shared by the xdist workers.
 
 The suite compiles the same engine programs in both workers (``-n 2``); with a cache
 directory common to the run, a program one worker compiled is loaded by the other.
-This configures JAX for the test processes only, through the library's explicit switch
-(:func:`skbong.enable_compilation_cache`; importing skbong changes no JAX setting); the
-directory is a fresh temporary one per run, removed at the end.
+That is skbong's own program cache, on by default (:func:`skbong.set_compilation_cache`),
+so the whole suite runs as users do, loading programs from disk; its
+``SKBONG_CACHE_DIR`` is a fresh temporary directory per run, removed at the end, so that
+no test reads or writes the user's home.
 
 The suite is bound by compiling (about 1,900 tests, most of them building programs of
 new shapes), so the test processes compile with two XLA:CPU options added to
@@ -31,9 +32,9 @@ import tempfile
 import jax
 import pytest
 
-from skbong import enable_compilation_cache
+from skbong.engine.program import clear as clear_programs
 
-_ENV = "SKBONG_TEST_JAX_CACHE"
+_PROGRAMS_ENV = "SKBONG_CACHE_DIR"
 _FAST_COMPILE = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 """The XLA options the test processes compile with (module docstring)."""
 
@@ -43,10 +44,10 @@ def pytest_configure(config):
     if not os.environ.get("SKBONG_TEST_XLA_DEFAULT"):
         chosen = [f for f in _FAST_COMPILE if f.split("=")[0] not in flags]
         os.environ["XLA_FLAGS"] = " ".join([flags, *chosen]).strip()
-    if not hasattr(config, "workerinput") and _ENV not in os.environ:  # the controller
-        os.environ[_ENV] = tempfile.mkdtemp(prefix="skbong-jax-cache-")
+    if not hasattr(config, "workerinput") and not os.environ.get("SKBONG_TEST_CACHE"):
+        os.environ["SKBONG_TEST_CACHE"] = "1"  # the controller: one folder for the run
+        os.environ[_PROGRAMS_ENV] = tempfile.mkdtemp(prefix="skbong-programs-")
         config._skbong_cache_owner = True
-    enable_compilation_cache(os.environ[_ENV])
 
 
 QUICK_LANE = frozenset({
@@ -71,7 +72,8 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_unconfigure(config):
     if getattr(config, "_skbong_cache_owner", False):
-        shutil.rmtree(os.environ.pop(_ENV), ignore_errors=True)
+        os.environ.pop("SKBONG_TEST_CACHE", None)
+        shutil.rmtree(os.environ.pop(_PROGRAMS_ENV), ignore_errors=True)
 
 
 @pytest.fixture
@@ -99,3 +101,4 @@ def _fresh_programs_per_module():
     from the run's persistent cache when a later module needs them."""
     yield
     jax.clear_caches()
+    clear_programs()

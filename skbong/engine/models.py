@@ -16,6 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+from ._store import fields_token
+
 OUTPUT_BIAS_VARIANCE = 100.0
 """Prior variance of the output biases (the intercepts) of a regression model, whatever
 ``prior_variance``: a broad prior of their own, so that a target far from zero costs the
@@ -96,6 +98,11 @@ class MLP:
     hidden: tuple = ()
     activation: str = "relu"
     fit_intercept: bool = True
+
+    def cache_token(self):
+        """A stable text of this object for skbong's on-disk program cache (its class and
+        fields), or ``None`` where a field has none (:func:`.program.program`)."""
+        return fields_token(self)
 
     def _tree(self, key, dtype):
         sizes = (self.n_features, *self.hidden, self.n_outputs)

@@ -12,6 +12,8 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
+from ._store import fields_token
+
 OUTLIER_Z = 1e6
 """Standard deviations beyond which a step is absurd: a Gaussian-noise target this far
 from its one-step predictive mean (:mod:`.stream`), or a diagonal step that moves a
@@ -166,6 +168,11 @@ class Config:
                 f"learn_noise applies to a likelihood with additive Gaussian noise, "
                 f"not {self.likelihood!r}"
             )
+
+    def cache_token(self):
+        """A stable text of this object for skbong's on-disk program cache (its class and
+        fields), or ``None`` where a field has none (:func:`.program.program`)."""
+        return fields_token(self)
 
     @property
     def impl(self):
