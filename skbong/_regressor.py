@@ -8,7 +8,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from . import engine
+from . import _copies, engine
 from ._base import BongBase
 from ._calibration import WINDOW_ROWS
 from ._regression_face import RegressorFace
@@ -551,6 +551,8 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         self : BongRegressor
             The fitted estimator.
         """
+        if _copies.is_network(self):
+            _copies.warn_if_mostly_copies(X, y)
         return self._fit_rows(X, y, sample_weight, reset=True)
 
     def partial_fit(self, X, y, sample_weight=None):

@@ -13,6 +13,7 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from . import _copies
 from ._regression_face import RegressorFace
 from ._variational_base import VariationalBase
 from ._variational_classifier import VariationalClassifier  # noqa: F401  (pickles name it here)
@@ -311,6 +312,8 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         self : VariationalRegressor
             The fitted estimator.
         """
+        if _copies.is_network(self):
+            _copies.warn_if_mostly_copies(X, y)
         return self._fit(X, y, sample_weight, incremental=False)
 
     def partial_fit(self, X, y, sample_weight=None):

@@ -1,6 +1,8 @@
 """Networks learn from the data users have: duplicated rows (a precision grown past 1/ε
 along repeated directions) and raw input scales (the first call's standardisation)."""
 
+import warnings
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -8,7 +10,7 @@ import pytest
 import scipy.special
 from sklearn.base import clone
 
-from skbong import BongClassifier, BongRegressor
+from skbong import BongClassifier, BongRegressor, VariationalRegressor
 from skbong._inputs import INPUT_RMS_MAX
 from skbong.engine import linalg
 
@@ -38,6 +40,32 @@ def test_duplicated_rows_are_learned():
         assert err.max() < 1e-2 * y0.std(), err.max()
         mean, std = reg.predict(x0, return_std=True)
         assert np.all(np.isfinite(std)) and np.all(std > 0)
+
+
+@pytest.mark.parametrize("cls", [BongRegressor, VariationalRegressor])
+def test_a_network_fit_on_copies_warns_and_learns(cls):
+    """20 distinct rows (x, y) repeated 100 times: the network regressors warn that their
+    noise and uncertainty shrink as if the copies were independent, and learn all the
+    same; with 2,000 distinct rows, with copies of x whose targets differ (repeated
+    measurements), or for the linear model (whose exact posterior is not fooled),
+    nothing is said. 1,000 distinct rows of 2,000 is the threshold (at most half)."""
+    kw = dict(max_iter=2) if cls is VariationalRegressor else {}
+    net = cls(hidden_layer_sizes=(4,), random_state=0, **kw)
+    x0, y0, X, y = _duplicated(0)
+    with pytest.warns(UserWarning, match=r"only 20 of the 2000 rows \(x, y\) are distinct"):
+        net.fit(X, y)
+    assert np.all(np.isfinite(net.predict(x0)))
+    rng = np.random.default_rng(3)
+    noisy = y + 0.1 * rng.normal(size=y.size)  # the same x, measured again
+    half = np.r_[X[:1000, 0] + np.arange(1000), X[:1000, 0] + np.arange(1000)][:, None]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="only .* distinct")
+        clone(net).fit(rng.normal(size=X.shape), y)
+        clone(net).fit(X, noisy)
+        BongRegressor().fit(X, y)
+        clone(net).fit(np.r_[half[:1000], half[:1000] + 0.5], y)  # 2,000 distinct rows
+    with pytest.warns(UserWarning, match="only 1000 of the 2000"):
+        clone(net).fit(half, np.r_[y[:1000], y[:1000]])
 
 
 def _inner(k=11, p=200, big=1e5, seed=0):
