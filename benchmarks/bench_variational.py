@@ -228,8 +228,8 @@ def part0(data_dir, n_splits, out):
 
 
 def _adam_epoch(model, likelihood):
+    from skbong.engine.config import Config
     from skbong.engine.curvature import batch_log_lik
-    from skbong.engine.types import Config
 
     config = Config(model=model, likelihood=likelihood, family="diag")
 

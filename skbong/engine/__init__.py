@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import noise
+from .config import Config, check_names
 from .curvature import ESTIMATORS
 from .families import FAMILIES, DLRState, MeanCov
 from .likelihoods import LIKELIHOODS
@@ -38,7 +39,7 @@ from .stream import (
     stream,
     stream_step,
 )
-from .types import Config, Curv, Hyper, check_names
+from .types import Curv, Hyper
 
 # The names of each kind, read from its registry (the only source of names).
 RULE_NAMES = tuple(RULES)

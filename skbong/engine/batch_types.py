@@ -5,7 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .types import Config
+from .config import Config
 
 SOLVER_NAMES = ("vogn", "von", "vprop", "vadam", "slang", "bbb", "ivon")
 CURVATURE_NAMES = ("ef", "ggn")
@@ -71,11 +71,11 @@ class BatchConfig:
 
     @property
     def impl(self):
-        """The registry objects of the likelihood and family (:attr:`.types.Config.impl`)."""
+        """The registry objects of the likelihood and family (:attr:`.config.Config.impl`)."""
         return self.online().impl
 
     def online(self):
-        """The :class:`~.types.Config` whose predictives read this solver's posterior."""
+        """The :class:`~.config.Config` whose predictives read this solver's posterior."""
         return Config(
             model=self.model, likelihood=self.likelihood, family=self.family, rank=self.rank
         )

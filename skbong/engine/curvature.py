@@ -165,7 +165,7 @@ def _hessian_diag(config, theta, x, y, w, obs_var, key):
 
 def mc_hess(config, family, state, x, y, w, obs_var, key):
     """MC-HESS: Monte Carlo gradient and Hessian (dense or diagonal, per family; a
-    family without ``hess_kind`` is refused by :func:`~.types.check_names`)."""
+    family without ``hess_kind`` is refused by :func:`~.config.check_names`)."""
     key_sample, key_probe = jax.random.split(key)
     thetas, grads = _sample_grads(config, family, state, x, y, w, obs_var, key_sample)
     if family.hess_kind == "dense":

@@ -35,7 +35,7 @@ bias gets the broad prior of :mod:`.models`): the Gaussian and the Student-t.
 ``obs_dof``: the degrees of freedom ν of additive noise that is a Gaussian scale mixture,
 Student-t(ν, 0, R) (:mod:`.student_t`); ``inf`` for the Gaussian. The registry's
 ``"student_t"`` has ν = :data:`.student_t.DOF`; :func:`resolve` gives any other ν (the
-``obs_dof`` of :class:`~.types.Config`). The learned noise
+``obs_dof`` of :class:`~.config.Config`). The learned noise
 weights each row's share of the rate by E[λ | r] (:mod:`.noise`), and the predictive and
 the evidence have at most ν degrees of freedom. Only the Gaussian (ν = ∞) is conjugate.
 
@@ -231,9 +231,9 @@ def resolve(name, obs_dof=None):
     """The likelihood ``name`` of :data:`LIKELIHOODS`, or with ``obs_dof`` the Student-t of
     ν = ``obs_dof`` degrees of freedom (``name`` must then be ``"student_t"``).
 
-    Equal ν give one object (cached), so that every read of :attr:`.types.Config.impl`
+    Equal ν give one object (cached), so that every read of :attr:`.config.Config.impl`
     finds the same functions; the jitted programs are keyed by the configuration, which
-    carries ν (:class:`~.types.Config`), so each ν compiles once.
+    carries ν (:class:`~.config.Config`), so each ν compiles once.
     """
     if obs_dof is None:
         return LIKELIHOODS[name]

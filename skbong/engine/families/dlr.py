@@ -73,7 +73,7 @@ def _prec_matvec(state, v):
 def _require_factor(curv):
     """The low-rank curvature factor B (G = −B Bᵀ) the dlr steps need: a dense or
     diagonal Hessian cannot be projected onto the low-rank precision (the estimators and
-    ``Config`` never pass one, :func:`~..types.check_names`; this is the steps' own
+    ``Config`` never pass one, :func:`~..config.check_names`; this is the steps' own
     precondition for direct engine calls)."""
     if curv.factor is None:
         raise ValueError("family='dlr' needs a low-rank curvature factor G = -B Bᵀ (not mc_hess)")
