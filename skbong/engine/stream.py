@@ -27,7 +27,7 @@ import numpy as np
 
 from . import noise as noise_lib
 from .curvature import output_jacobians
-from .models import MLP
+from .models import is_linear
 from .program import program
 from .rules import checked_update, checks_before_writing, update
 from .types import OUTLIER_Z, Hyper
@@ -119,8 +119,7 @@ def _absurd_rows(config, family, predicted, x, y, w, f, obs_var, tested):
     learned from the first row on, is on the scale of the targets after that row."""
     if not config.impl.likelihood.additive_noise:
         return jnp.zeros(w.shape, bool)
-    linear = isinstance(config.model, MLP) and not config.model.hidden
-    scale2 = _scale2(config, family, predicted, x, f, obs_var, linearised=linear)
+    scale2 = _scale2(config, family, predicted, x, f, obs_var, linearised=is_linear(config.model))
     # a scale that overflows says nothing of the target (the input is what is extreme)
     far = jnp.isfinite(scale2) & ((y - f) ** 2 > OUTLIER_Z**2 * scale2)
     return jnp.any(far, axis=1) & (w != 0) & tested
