@@ -417,7 +417,7 @@ def main():
 
     results, diagnostics, meta, prior_used = {}, {}, {}, set()
     for name, spec in sets.items():
-        jax.clear_caches()  # a process that kept every set's programs stalled inside XLA
+        jax.clear_caches()  # every set's programs kept would hold GBs of XLA:CPU code
         t0 = time.perf_counter()
         for seed in seeds:
             Xtr, ytr, Xte, yte = split(spec, seed)

@@ -38,6 +38,12 @@ def _is_sound(family, state):
     return family.host_check is None or family.host_check(state)
 
 
+PASS_FAILURES = (SkippedRowsWarning, DivergenceWarning)
+"""The warnings that mark a refinement pass of ``fit`` as failed (a row skipped or
+refused, a diverging stream); any other warning raised during a pass is passed on to
+the caller and the pass is judged by its log posterior alone."""
+
+
 class StreamingMixin:
     """The streaming half of :class:`~skbong._base.BongBase`: a call's rows through the
     engine, committed atomically."""
@@ -651,8 +657,12 @@ class StreamingMixin:
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always")
                     self._learn(config, X, Y, sample_weight, obs_var)
-                if caught:
-                    why = str(caught[0].message)
+                failed = [c for c in caught if issubclass(c.category, PASS_FAILURES)]
+                for c in caught:  # another's warning (a library's, the program cache's)
+                    if c not in failed:  # says nothing of the pass: passed on
+                        warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
+                if failed:
+                    why = str(failed[0].message)
             except NonFiniteUpdateError as exc:
                 why = str(exc)
             self._lin_point = None

@@ -96,9 +96,9 @@ def compiles():
 @pytest.fixture(autouse=True, scope="module")
 def _fresh_programs_per_module():
     """Drop the compiled programs after each test module: a worker of the whole suite
-    otherwise holds every program it built (several GB of XLA:CPU code and buffers),
-    and late in a run a worker so loaded stalled inside XLA. Programs still come back
-    from the run's persistent cache when a later module needs them."""
+    otherwise holds every program it built (several GB of XLA:CPU code and buffers).
+    Programs still come back from the run's program cache when a later module needs
+    them."""
     yield
     jax.clear_caches()
     clear_programs()

@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
+from sklearn.exceptions import ConvergenceWarning
 
 import skbong.engine as E
 from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
 from skbong.engine.curvature import lin_hess
+from skbong.exceptions import DivergenceWarning
 
 
 def _state(p, seed):
@@ -152,3 +154,31 @@ def test_refine_applies_only_where_it_changes_something():
         assert clf.n_refine_passes_ == 0, params
     counts = rng.poisson(np.exp(0.5 * X[:, 0]))
     assert BongPoissonRegressor(random_state=0).fit(X, counts).n_refine_passes_ > 0
+
+
+@pytest.mark.parametrize("category", [RuntimeWarning, DivergenceWarning])
+def test_only_the_streams_own_warnings_stop_the_passes(monkeypatch, category):
+    """A warning raised during a further pass stops the passes (the pass is not kept)
+    only where it is the stream's own report of a failure (a skipped row, a diverging
+    stream). Another (a library's deprecation, the program cache's unwritable folder)
+    says nothing of the pass: the passes go on, and the warning reaches the caller."""
+    from skbong import _stream
+
+    learn = _stream.StreamingMixin._learn
+
+    def noisy(self, *args, **kwargs):
+        if getattr(self, "_lin_point", None) is not None:  # a further pass of fit
+            warnings.warn("raised during a pass", category, stacklevel=2)
+        return learn(self, *args, **kwargs)
+
+    monkeypatch.setattr(_stream.StreamingMixin, "_learn", noisy)
+    X, y = _logistic_data(80)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf = BongClassifier(random_state=0, prior_variance=1.0).fit(X, y)
+    names = {c.category for c in caught}
+    if category is RuntimeWarning:
+        assert clf.n_refine_passes_ > 0 and RuntimeWarning in names
+        assert ConvergenceWarning not in names
+    else:
+        assert clf.n_refine_passes_ == 0 and ConvergenceWarning in names
