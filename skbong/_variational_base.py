@@ -277,7 +277,8 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         """Whether σ₀² is learned (:meth:`_prior_m_step`): ``prior_variance="auto"`` with
         the linear model. Networks and user models keep σ₀² = 1 under ``"auto"``, as the
         streaming estimators do: on four UCI sets a (50,) network's learned σ₀² changed
-        the test log-likelihood by −0.05 to +0.09 nats, no better on balance."""
+        the test log-likelihood by −0.05 to +0.09 nats, no better on balance. (The
+        classifier learns it for its networks too: ``VariationalClassifier``.)"""
         return self.prior_variance == "auto" and engine.models.is_linear(self._batch.model)
 
     def _prior_m_step(self, config, post, hyper):

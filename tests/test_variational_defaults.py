@@ -74,11 +74,30 @@ def test_classifier_learns_its_prior_and_a_fixed_one_stays():
     assert fixed.prior_variance_ == 2.0
 
 
-def test_networks_keep_the_unit_prior_under_auto(linear_data):
+def test_regression_networks_keep_the_unit_prior_under_auto(linear_data):
     X, y = linear_data
     net = _fit(VariationalRegressor(hidden_layer_sizes=(8,), max_iter=3, random_state=0), X, y)
     assert net.prior_variance_ == 1.0
     assert net.family_ == "diag"
+
+
+def test_classification_networks_learn_their_prior_under_auto(linear_data):
+    """A network classifier's σ₀² under "auto" is the ELBO's M-step at the posterior the
+    fit ends with: the mean over the parameters of (μⱼ² + Σⱼⱼ) / vⱼ, vⱼ the fan-in shape
+    of its prior (1 / n for a weight of fan-in n, 1 for a bias: every parameter of a
+    classifier scales with σ₀²); a fixed number is used as given."""
+    X, y = linear_data
+    labels = (y > np.median(y)).astype(int)
+    net = _fit(VariationalClassifier(hidden_layer_sizes=(8,), max_iter=20, dtype="float64",
+                                     random_state=0), X, labels)
+    shape = net._batch.model.prior_variances(1.0, 1.0)
+    assert shape.min() < shape.max() == 1.0  # fan-in scaled weights, unit biases
+    second = net.posterior_mean_**2 + net.posterior_var_
+    np.testing.assert_allclose(net.prior_variance_, np.mean(second / shape), rtol=1e-10)
+    assert net.prior_variance_ != 1.0
+    fixed = _fit(VariationalClassifier(hidden_layer_sizes=(8,), prior_variance=1.0, max_iter=3,
+                                       random_state=0), X, labels)
+    assert fixed.prior_variance_ == 1.0
 
 
 @pytest.mark.parametrize(
