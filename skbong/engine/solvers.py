@@ -82,6 +82,7 @@ from .curvature import batch_log_lik
 from .families import DLRState, MeanCov
 from .families.dlr import transform as dlr_transform
 from .linalg import cholesky, dlr_cov_root, dlr_grams, dlr_solve, project_rank
+from .program import program
 
 __all__ = [
     "ADAM_EPS", "CURVATURE_NAMES", "SOLVER_FAMILIES", "SOLVER_NAMES", "check_family", "AdamState", "BatchConfig", "BatchHyper",
@@ -329,8 +330,11 @@ def marginal_variances(posterior):
     return jnp.diagonal(posterior.cov) if posterior.cov.ndim == 2 else posterior.cov
 
 
+@program
 def second_moments(posterior):
-    """E_q[θⱼ²] = μⱼ² + Σⱼⱼ (P,) of a posterior from :data:`Solver.posterior`."""
+    """E_q[θⱼ²] = μⱼ² + Σⱼⱼ (P,) of a posterior from :data:`Solver.posterior` (one
+    compiled program: the prior's M-step after every epoch dispatches no eager
+    operations)."""
     return posterior.mean * posterior.mean + marginal_variances(posterior)
 
 
