@@ -50,6 +50,8 @@ def standardisation(model, X, sample_weight, intercept=True):
         return None
     X, w = np.asarray(X[rows], np.float64), w[rows]
     rms = np.sqrt(np.average(X * X, axis=0, weights=w))
+    if rms.max() <= INPUT_RMS_MAX:  # on the prior's scale: no statistics needed
+        return None
     mean = np.average(X, axis=0, weights=w)
     std = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=w))
     centred = intercept or bool(model.hidden)
