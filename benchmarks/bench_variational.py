@@ -49,8 +49,9 @@ from sklearn.neural_network import MLPClassifier, MLPRegressor
 from sklearn.preprocessing import StandardScaler
 
 from skbong import BongClassifier, BongRegressor, VariationalClassifier, VariationalRegressor
-from skbong.engine import epochs, solvers
+from skbong.engine import solvers
 from skbong.engine.models import MLP
+from skbong.engine.solvers import epochs
 
 warnings.simplefilter("ignore", ConvergenceWarning)
 

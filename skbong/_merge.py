@@ -21,7 +21,8 @@ yᵀy of each shard, recovered from bₖ, μₖ, Vₖ:
 The prior bank's weights are each filter's online evidence, for the conjugate model the
 log marginal likelihood, which merges through the log-partition A of the conjugate
 family: log p(D) = Σₖ log p(Dₖ) + [A(η) − A(η₀)] − Σₖ [A(ηₖ) − A(η₀)]. The families
-hold their precision differently; :class:`skbong._merge_math._Algebra` supplies the few operations the
+hold their precision differently; each family's record supplies (``merge``, a
+:class:`~skbong.engine.families.merging.MergeAlgebra`) the few operations the
 merge needs in each.
 """
 
@@ -34,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _calibration, engine
 from ._guard import _check_not_forked
 from ._merge_checks import _check_together, check_mergeable, check_online
-from ._merge_math import ALGEBRAS, Prior, merge_evidence, merge_gaussians, merge_noise
+from ._merge_math import Prior, merge_evidence, merge_gaussians, merge_noise
 from ._stream import _is_sound
 from .exceptions import NonFiniteUpdateError
 
@@ -72,7 +73,7 @@ def _merge_filter(config, prior, beliefs, log_evidences):
     learned = noises[0] is not None
     # the learned noise merges in its own units: V = Σ / ŝ, ŝ = b / a (one output)
     states = [_rescale(family, s, 1.0 / _noise_scale(n)) for s, n in beliefs]
-    state, excess = merge_gaussians(ALGEBRAS[config.family], prior, states, config.rank)
+    state, excess = merge_gaussians(family.merge, prior, states, config.rank)
     noise0 = noise = None
     if learned:
         # the prior of a fresh fit: IG(a₀, a₀ ŝ₀) with ŝ₀ = 1, so V₀ = Σ₀

@@ -48,10 +48,11 @@ def _bank_refusal(est, config):
             "a network or user model is not conjugate, and its evidence forgets older rows "
             "(0.99 per row), so it depends on their time order"
         )
-    if config.family == "dlr" and config.rank < n_params:
-        return f"family='dlr' with rank={est.rank} < P={n_params} is not exact"
-    if config.family not in ("full", "dlr"):
-        return f"family={config.family!r} is not exact"
+    exact = config.impl.family.merge_exact
+    if not exact(config.rank, n_params):
+        # a family exact at full rank is inexact for its rank alone
+        at = f" with rank={est.rank} < P={n_params}" if exact(n_params, n_params) else ""
+        return f"family={config.family!r}{at} is not exact"
     if (config.rule, config.hessian) != ("bong", "lin_hess"):
         return f"rule={config.rule!r} with hessian={config.hessian!r} is not the exact update"
     if int(est.batch_size) != 1:

@@ -4,7 +4,7 @@ convergence, by the seed papers' solvers (VOGN, VON, Vprop, Vadam, SLANG, BBB) a
 The same model, likelihood, posterior families and predictives as the Bong estimators
 (:class:`~skbong._posterior.PosteriorMixin` and the regression / classification faces);
 the learning is :mod:`skbong.engine.solvers` driven one compiled epoch at a time by
-:func:`skbong.engine.epochs.run_epoch`.
+:func:`skbong.engine.solvers.epochs.run_epoch`.
 """
 
 from numbers import Real

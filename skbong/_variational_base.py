@@ -1,6 +1,6 @@
 """The machinery of the batch variational estimators: parameters, the solver's
 configuration and rates, and training to convergence one compiled epoch at a time
-(:func:`skbong.engine.epochs.run_epoch`), with early stopping on a validation split."""
+(:func:`skbong.engine.solvers.epochs.run_epoch`), with early stopping on a validation split."""
 
 import warnings
 from numbers import Integral, Real
@@ -18,26 +18,9 @@ from ._base import AUTO_FULL_MAX
 from ._guard import _check_not_forked
 from ._posterior import PosteriorMixin, _check_fitted
 from ._signature import structural_signature
-from .engine import epochs, solvers
+from .engine import solvers
+from .engine.solvers import epochs
 from .exceptions import SkippedRowsWarning
-
-SOLVER_DEFAULTS = {
-    # solver: (learning_rate α, precision_rate β, momentum γ₁)
-    "vogn": (0.01, 0.01, 0.0),
-    "von": (0.01, 0.01, 0.0),
-    "slang": (0.01, 0.01, 0.0),
-    "vprop": (0.01, 0.1, 0.0),
-    "vadam": (0.01, 0.1, 0.99),
-    "bbb": (0.01, 0.001, 0.9),
-    "ivon": (0.1, 1e-5, 0.9),
-}
-"""What ``None`` means for ``learning_rate``, ``precision_rate`` and ``momentum`` per
-solver. Vadam's are the paper's UCI settings (α = 0.01,
-γ₁ = 0.99, γ₂ = 0.9), BBB's Adam's usual ones, IVON's its package's (α = 0.1, β₁ = 0.9,
-β₂ = 0.99999, h₀ = 1: with β₂ = 0.999 its Hessian estimate drifted and the digits
-log-loss rose from 0.15 at 20 epochs to 1.12 at 200; at 0.99999 it stays at 0.12); for
-vogn, von and slang α = β = 0.01 (one natural-gradient rate) was the best of
-{0.1, 0.03, 0.01} on digits (benchmarks/bench_variational.py)."""
 
 STRUCTURAL = (
     "hidden_layer_sizes",
@@ -197,12 +180,11 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         ``"full"`` for the linear model up to :data:`~skbong._base.AUTO_FULL_MAX`
         parameters where the solver keeps it, else the solver's first family."""
         if self.family != "auto":
-            return "dlr" if self.solver == "slang" and self.family == "diag" else self.family
+            return solvers.posterior_family(self.solver, self.family, False)
         if model is None:
             return self.family_
-        allowed = solvers.SOLVER_FAMILIES.get(self.solver, ("diag",))
         small = engine.models.is_linear(model) and model.n_params() <= AUTO_FULL_MAX
-        return "full" if small and "full" in allowed else allowed[0]
+        return solvers.posterior_family(self.solver, "auto", small)
 
     def _signature(self):
         """The structural parameters by value (:func:`~skbong._signature.structural_signature`)."""
@@ -238,7 +220,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         return self._batch.online()
 
     def _rate(self, value, index):
-        return SOLVER_DEFAULTS[self.solver][index] if value is None else float(value)
+        return solvers.SOLVERS[self.solver].rates[index] if value is None else float(value)
 
     def _hyper(self, config, n_data, obs_var):
         """The traced hyperparameters: the prior precisions λ (fan-in scaled, a broad
@@ -501,4 +483,4 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         return int(self._state[0].shape[0])
 
 
-__all__ = ["SOLVER_DEFAULTS", "STRUCTURAL", "VariationalBase"]
+__all__ = ["STRUCTURAL", "VariationalBase"]

@@ -1,6 +1,6 @@
 """Independent NumPy (float64) transcriptions of the batch variational solvers.
 
-Written from the papers cited below, not from ``skbong/engine/solvers.py``
+Written from the papers cited below, not from ``skbong/engine/solvers/``
 (nothing of ``skbong`` is imported here), so that agreement with the engine is evidence:
 
 * Khan et al. 2018, "Fast and scalable Bayesian deep learning by weight-perturbation in Adam"

@@ -22,8 +22,8 @@ import pytest
 from _programs import stream_setup
 
 import skbong
-from skbong import _merge_math
 from skbong import engine as E
+from skbong.engine.families import merging
 
 F32 = np.float32
 ROOT = pathlib.Path(skbong.__file__).parent
@@ -57,7 +57,7 @@ def _lowered():
     yield "full stream, MLP", E.run_stream_checked.lower(cfg, state, mean0, hyper, x, y, w, 0, key)
     yield "moments", E.predict_moments.lower(cfg, state, hyper, x[:, 0], key, "linmc", 4)
     diag, factor = np.ones(6, F32), np.ones((6, 2), F32)
-    yield "merge solve", _merge_math._woodbury_solve.lower(diag, factor, np.ones(6, F32))
+    yield "merge solve", merging._woodbury_solve.lower(diag, factor, np.ones(6, F32))
 
 
 def _products(lowered):

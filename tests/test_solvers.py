@@ -56,8 +56,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from skbong.engine import epochs, solvers
+from skbong.engine import solvers
 from skbong.engine.models import MLP
+from skbong.engine.solvers import epochs, grads
+from skbong.engine.solvers.natural import NGState
+from skbong.engine.solvers.slang import SLANGState
 
 RTOL = 1e-10
 D = 3  # features
@@ -324,7 +327,7 @@ def test_step_matches_reference(name, kind):
             n_data=n_data,
         )
         solver = solvers.solver(cfg)
-        state = solver.init(_f64(mean0), hyper)
+        state = solver.init(cfg, _f64(mean0), hyper)
         st = _ref_init(case, mean0, lam, init_prec, n_data)
         _check_state(case, state, st, lam, n_data, "init")
         for t in range(3):
@@ -353,13 +356,13 @@ def test_full_and_dlr_samplers_are_roots(solver_name):
         hyper = _hyper(np.ones(P), np.ones(P))
         if solver_name == "vogn":
             prec = root @ root.T + np.eye(P)
-            state = solvers.NGState(_f64(mean), _f64(prec))
+            state = NGState(_f64(mean), _f64(prec))
             cfg = _config("vogn", "gaussian", family="full")
         else:
             u = rng.normal(size=(P, 2))
             d = rng.uniform(0.5, 2.0, size=P)
             prec = ref.dlr_precision(u, d)
-            state = solvers.SLANGState(_f64(mean), _f64(d), _f64(u), _f64(np.zeros(P)))
+            state = SLANGState(_f64(mean), _f64(d), _f64(u), _f64(np.zeros(P)))
             cfg = _config("slang", "gaussian", family="dlr", rank=2)
         thetas = solvers.solver(cfg).sample(state, hyper, _f64(np.eye(P)))
     a = (np.asarray(thetas) - mean).T
@@ -390,7 +393,7 @@ def test_exact_posterior_one_step(solver_name, curvature):
         )
         hyper = _hyper(lam, np.ones(P), lr=1.0, prec_rate=1.0, n_data=float(n))
         solver = solvers.solver(cfg)
-        state = solvers.NGState(_f64(mean0), _f64(prec0))
+        state = NGState(_f64(mean0), _f64(prec0))
         eps = _f64(np.zeros((1, P)))
         thetas = solver.sample(state, hyper, eps)
         new, _ = _solver_step(cfg, state, thetas, eps, _f64(x), _f64(y), _f64(np.ones(n)), hyper, 0)
@@ -416,7 +419,7 @@ def test_vogn_ef_fixed_point(family):
         cfg = _config("vogn", "gaussian", family=family, curvature="ef", mc_samples=1, batch_size=n)
         hyper = _hyper(lam, init_prec, lr=1.0, prec_rate=1.0, n_data=float(n))
         solver = solvers.solver(cfg)
-        state = solver.init(_f64(mean_star), hyper)
+        state = solver.init(cfg, _f64(mean_star), hyper)
         eps = _f64(np.zeros((1, P)))
         thetas = solver.sample(state, hyper, eps)
         new, _ = _solver_step(cfg, state, thetas, eps, _f64(x), _f64(y), _f64(np.ones(n)), hyper, 0)
@@ -437,8 +440,8 @@ def test_slang_full_rank_equals_vogn_full():
         cfg_s = _config("slang", "gaussian", family="dlr", rank=P)
         cfg_v = _config("vogn", "gaussian", family="full", curvature="ef")
         sl, vg = solvers.solver(cfg_s), solvers.solver(cfg_v)
-        s_state = sl.init(_f64(mean0), hyper)
-        v_state = vg.init(_f64(mean0), hyper)
+        s_state = sl.init(cfg_s, _f64(mean0), hyper)
+        v_state = vg.init(cfg_v, _f64(mean0), hyper)
         np.testing.assert_array_equal(np.asarray(s_state.prec_lr), 0.0)
         for t in range(2):
             x, y, w = _batch(rng, "gauss")
@@ -506,7 +509,7 @@ def test_weight_counts_as_repeated_rows(curvature):
         solver = solvers.solver(cfg)
         ha = _hyper(lam, init_prec, n_data=30.0)
         hb = _hyper(lam, init_prec, n_data=40.0)
-        state = solver.init(_f64(mean0), ha)
+        state = solver.init(cfg, _f64(mean0), ha)
         eps = _f64(rng.normal(size=(S, P)))
         thetas = solver.sample(state, ha, eps)
         _close(solver.sample(state, hb, eps), thetas, rtol=0.0, what="samples")
@@ -540,10 +543,10 @@ def test_vadam_theorem1():
     with jax.enable_x64(True):
         for idx, g_batch in zip(combinations(range(n), m), batches):
             rows = log_grads[list(idx)][None]  # (1, M, P)
-            got = solvers.mean_gradients(_f64(rows), _f64(np.ones(m)))
+            got = grads.mean_gradients(_f64(rows), _f64(np.ones(m)))
             _close(got[0], g_batch, rtol=1e-13, what=f"mean_gradients {idx}")
             padded = np.concatenate([rows, 5.0 * np.ones((1, 1, P))], axis=1)
-            got = solvers.mean_gradients(_f64(padded), _f64(np.r_[np.ones(m), 0.0]))
+            got = grads.mean_gradients(_f64(padded), _f64(np.r_[np.ones(m), 0.0]))
             _close(got[0], g_batch, rtol=1e-13, what=f"padded mean_gradients {idx}")
 
 
@@ -675,3 +678,32 @@ def test_invalid_step_not_applied(fault):
     assert int(bad) == n // size
     for a, b in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(state0)):
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_estimators_take_a_solvers_facts_from_its_record(monkeypatch):
+    # the estimators hold no table of their own: change a record's rates, families or
+    # meaning of "diag" and the estimator follows (a copy of a fact elsewhere would not)
+    from dataclasses import replace
+
+    from skbong import VariationalRegressor
+
+    def family_of(est):
+        return est._batch_config(3, 1, est._validate_all_params()).family
+
+    base = solvers.SOLVERS["vprop"]
+    assert VariationalRegressor(solver="vprop")._rate(None, 1) == base.rates.prec_rate
+    record = replace(base, rates=solvers.Rates(0.5, 0.25, 0.125), families=("diag", "full"))
+    monkeypatch.setitem(solvers.SOLVERS, "vprop", record)
+    est = VariationalRegressor(solver="vprop", family="full")
+    assert [est._rate(None, i) for i in range(3)] == [0.5, 0.25, 0.125]
+    assert est._rate(0.3, 0) == 0.3
+    est._validate_all_params()  # "full" is now among the record's families
+    net = VariationalRegressor(solver="vprop", hidden_layer_sizes=(4,))
+    assert family_of(net) == "diag"  # a network takes the record's first family
+    assert family_of(VariationalRegressor(solver="vprop")) == "full"  # a small linear model
+    monkeypatch.setitem(solvers.SOLVERS, "vprop", replace(base, families=("dlr", "diag")))
+    assert family_of(VariationalRegressor(solver="vprop")) == "dlr"
+    monkeypatch.setitem(solvers.SOLVERS, "vprop", replace(base, families=("dlr",), diag_family="dlr"))
+    assert family_of(VariationalRegressor(solver="vprop", family="diag")) == "dlr"
+    with pytest.raises(ValueError, match="not available with solver='vprop'"):
+        VariationalRegressor(solver="vprop", family="full")._validate_all_params()

@@ -24,7 +24,7 @@ from skbong import (
     VariationalRegressor,
     expected_failed_checks,
 )
-from skbong.engine import epochs
+from skbong.engine.solvers import epochs
 
 FAST = dict(max_iter=30, learning_rate=0.1, precision_rate=0.1, random_state=0)
 

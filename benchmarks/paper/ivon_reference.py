@@ -14,7 +14,7 @@ and use the same hyperparameters:
 * ``digits``: sklearn's ``load_digits``, standardised, a stratified 75/25 split drawn from k
   (N = 1,347 training rows); MLP 64-32-10 ReLU (P = 2,410); 200 epochs (43 steps each).
 * ``digits, beta2=0.999``: the same with β₂ = 0.999 (``precision_rate=1e-3``), the setting
-  whose drift made skbong default to β₂ = 0.99999 (``SOLVER_DEFAULTS``): is it IVON's or
+  whose drift made skbong default to β₂ = 0.99999 (``skbong.engine.solvers.SOLVERS['ivon'].rates``): is it IVON's or
   skbong's?
 * ``mnist10k`` (only when ``mnist/mnist.npz`` is under ``--data-dir``; not with ``--quick``): 10,000
   training rows drawn from k, pixels / 255, MLP 784-100-10 ReLU (P = 79,510), 20 epochs; the
@@ -24,7 +24,7 @@ Hyperparameters (skbong's IVON defaults, which are ivon-opt's): α = ``lr`` = 0.
 ``momentum`` = 0.9, β₂ = 1 − ``precision_rate`` = 0.99999, S = ``mc_samples`` = 1, Price's
 Hessian estimate, debiased momentum, rescaled rate, no clipping, ``prior_variance`` σ₀² = 1,
 ``init_precision=None``. They map onto ivon-opt as follows (read off ``skbong/_variational.py``,
-``skbong/engine/models.py`` and ``skbong/engine/solvers.py``, and checked numerically below):
+``skbong/engine/models.py`` and ``skbong/engine/solvers/ivon.py``, and checked numerically below):
 
 * ``ess`` = N, the number of rows given to ``fit`` / ``partial_fit``.
 * ``weight_decay`` δ = λ / N, where λ = 1 / prior variance of the parameter. skbong's MLP prior
@@ -67,7 +67,7 @@ time of one pass over given mini-batches):
 
 * skbong ``ivon``, ``vogn`` and ``vadam`` through the estimator (``partial_fit`` of the N rows:
   input checks, the compiled epoch, the posterior and KL after it), and the compiled epoch
-  alone (``skbong.engine.epochs.run_epoch``, what ``fit`` runs per epoch);
+  alone (``skbong.engine.solvers.epochs.run_epoch``, what ``fit`` runs per epoch);
 * ivon-opt's ``IVON`` (one ``sampled_params(train=True)`` forward/backward and a ``step`` per
   mini-batch, as in its README);
 * ``torch.optim.Adam`` on the same MLP and mini-batches;
@@ -134,7 +134,7 @@ from _common import (  # noqa: E402
 )
 
 from skbong import VariationalClassifier  # noqa: E402
-from skbong.engine import epochs as engine_epochs  # noqa: E402
+from skbong.engine.solvers import epochs as engine_epochs  # noqa: E402
 
 try:
     import ivon  # noqa: E402

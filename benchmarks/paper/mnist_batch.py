@@ -29,7 +29,7 @@ Protocol
   Adam's gradient, which makes the fixed point the MAP of the same posterior (AdamW's
   decoupled decay would not be). One jitted ``lax.scan`` over the mini-batches of an
   epoch, the same batch size and epochs as the variational methods.
-* IVON: ``VariationalClassifier(solver="ivon")`` with skbong's ``SOLVER_DEFAULTS``,
+* IVON: ``VariationalClassifier(solver="ivon")`` with skbong's default rates (``SOLVERS['ivon'].rates``),
   i.e. the ivon-opt 0.1.3 package defaults: α = 0.1 (constant), β₁ = 0.9,
   β₂ = 1 − 1e-5, h₀ = 1 (``init_precision=None`` gives λ + N), S = 1 sample per step,
   Price's Hessian estimate, debiased momentum, rescaled rate, no clipping; effective
@@ -127,8 +127,8 @@ from _common import (
 )
 
 from skbong import VariationalClassifier  # noqa: E402
-from skbong._variational_base import SOLVER_DEFAULTS  # noqa: E402
 from skbong.engine.models import MLP  # noqa: E402
+from skbong.engine.solvers import SOLVERS  # noqa: E402
 from skbong.metrics import expected_calibration_error  # noqa: E402
 
 HIDDEN = (100,)
@@ -542,8 +542,8 @@ def main():
                 "reference σ₀²": args.reference_prior or None,
                 "adam": f"optax.adam({args.adam_lr:g}), loss = mean NLL + Σ λθ² / 2N",
                 "ivon": "skbong defaults (α, β, γ₁) = "
-                f"{SOLVER_DEFAULTS['ivon']}, h0 = 1, S = 1, ess = N",
-                "vogn": f"diag, EF, skbong defaults (α, β, γ₁) = {SOLVER_DEFAULTS['vogn']}, S = 1",
+                f"{tuple(SOLVERS['ivon'].rates)}, h0 = 1, S = 1, ess = N",
+                "vogn": f"diag, EF, skbong defaults (α, β, γ₁) = {tuple(SOLVERS['vogn'].rates)}, S = 1",
                 "predictives": f"mc ({args.predictive_samples} samples) and plugin",
                 "ECE bins": ECE_BINS,
                 "schedule": "round-robin: one epoch of each method in turn",

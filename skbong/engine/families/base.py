@@ -1,7 +1,7 @@
 """The interface every Gaussian family provides to the rules and the stream."""
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -80,6 +80,14 @@ class Family(NamedTuple):
         covariance. Then iterated passes (``refine``) are Newton steps on the log
         posterior and their fixed point is the Laplace posterior; for the other families
         each step projects, and the passes have no such fixed point.
+    merge : MergeAlgebra or None
+        How the family holds a belief's precision for merging beliefs learned from one
+        prior (:mod:`.merging`); ``None``: its beliefs cannot be merged.
+    merge_exact : callable ``(rank, P) -> bool``
+        Whether BONG's LIN-HESS step in this family keeps the exact posterior of the
+        linear-Gaussian model at rank R and P parameters, so that merged shards equal
+        one filter over all rows (the condition of :func:`skbong.merge_posteriors`'s
+        exactness and of merging a prior bank's weights).
     """
 
     init: Callable
@@ -104,6 +112,8 @@ class Family(NamedTuple):
     checked_ngd: Callable | None = None
     entry_bound: Callable | None = None
     exact_update: bool = False
+    merge: Any = None
+    merge_exact: Callable = lambda rank, p: False
 
     def acceptable(self, state):
         """Whether a (backtracked) step's result is a usable belief: ``is_valid`` and,

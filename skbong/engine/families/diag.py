@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from ..types import OUTLIER_Z
 from . import gaussian as gs
+from .merging import DIAGONAL
 
 
 def _explicit(curv):
@@ -66,6 +67,7 @@ def _family(parametrisation, advice):
         "diag",
         parametrisation,
         advice=advice,
+        merge=DIAGONAL,
     )
 
 

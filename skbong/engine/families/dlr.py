@@ -26,6 +26,7 @@ from ..linalg import (
 from ..program import program
 from ..types import gradient_split
 from .base import Family, finite_and_positive, sampler
+from .merging import LOW_RANK
 
 
 class DLRState(NamedTuple):
@@ -328,4 +329,6 @@ DLR = Family(
     entry_bound=lambda state: jnp.zeros((), state.mean.dtype),
     unsound="a precision too ill-conditioned for positive variances",
     memory=lambda p, r, itemsize: (2 + 3 * (r + 2)) * p * itemsize,  # μ, Υ, W and the step's P × (R + C) blocks
+    merge=LOW_RANK,
+    merge_exact=lambda rank, p: rank >= p,  # nothing is projected away: the full family
 )

@@ -12,6 +12,7 @@ from ..linalg import cholesky, spd_inverse, sym, unit_chol_inverse, woodbury_low
 from ..types import gradient_split
 from . import gaussian as gs
 from .base import finite_and_positive
+from .merging import DENSE
 
 
 def _explicit(curv):
@@ -177,12 +178,19 @@ def _family(parametrisation, advice=""):
         advice=advice,
         is_sound=_cholesky_succeeds,
         exact_update=True,
+        merge=DENSE,
         **(
-            dict(checked_ngd=checked_ngd, entry_bound=entry_bound)
+            dict(checked_ngd=checked_ngd, entry_bound=entry_bound, merge_exact=_always)
             if parametrisation == "natural"
             else {}
         ),
     )
+
+
+def _always(rank, p):
+    # the natural-parameter step is exact conditioning (BONG paper, Prop. 4.1: the Kalman
+    # filter); the moment step is not
+    return True
 
 
 def _cholesky_succeeds(state):

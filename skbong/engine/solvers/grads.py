@@ -1,6 +1,6 @@
 """Gradients and curvature rows of the batch solvers: per-row log-likelihoods and their
 θ-gradients at sampled parameters, the weighted totals, the empirical-Fisher / GGN rows
-and the Hessian (:mod:`.solvers` has the algorithms that use them).
+and the Hessian (the solvers of this package use them).
 
 A weight wᵢ counts as wᵢ repeated rows; padding rows have w = 0.
 """
@@ -8,17 +8,10 @@ A weight wᵢ counts as wᵢ repeated rows; padding rows have w = 0.
 import jax
 import jax.numpy as jnp
 
-from .curvature import batch_log_lik, output_jacobians
+from ..curvature import batch_log_lik, output_jacobians
 
 
-def rates(hyper, t):
-    """(α_t, β_t): α / (1 + t^ω) and β / (1 + t^ω) with ω = ``decay``; constant for ω = 0."""
-    t = jnp.asarray(t, hyper.lr.dtype)
-    factor = jnp.where(hyper.decay > 0, 1.0 / (1.0 + t**hyper.decay), 1.0)
-    return hyper.lr * factor, hyper.prec_rate * factor
-
-
-def _real_rows(w):
+def real_rows(w):
     """m, the number of real (non-padding) rows of a mini-batch (at least 1)."""
     return jnp.maximum(jnp.sum(w > 0), 1).astype(w.dtype)
 
@@ -69,13 +62,13 @@ def sample_mean_grads(config, thetas, x, y, w, obs_var):
 def total_gradient(grads, w, n_data):
     """ĝ = −(N/m) mean_s Σᵢ wᵢ gᵢ(θₛ): the negative log-likelihood gradient at data scale."""
     per_sample = jnp.einsum("smp,m->sp", grads, w)
-    return -(n_data / _real_rows(w)) * jnp.mean(per_sample, axis=0)
+    return -(n_data / real_rows(w)) * jnp.mean(per_sample, axis=0)
 
 
 def mean_gradients(grads, w):
     """Per-sample mean mini-batch gradients of the negative log-likelihood,
     −(1/m) Σᵢ wᵢ gᵢ(θₛ): (S, P)."""
-    return -jnp.einsum("smp,m->sp", grads, w) / _real_rows(w)
+    return -jnp.einsum("smp,m->sp", grads, w) / real_rows(w)
 
 
 def curvature_rows(config, thetas, grads, x, w, obs_var, n_data):
@@ -85,7 +78,7 @@ def curvature_rows(config, thetas, grads, x, w, obs_var, n_data):
     ``ggn``: rows √(N wᵢ / (m S)) Sᵢᵀ Jᵢ(θₛ) with Sᵢ Sᵢᵀ = Λ_y (k = S M C).
     """
     s = thetas.shape[0]
-    weight = jnp.sqrt(n_data * w / (_real_rows(w) * s))  # (M,)
+    weight = jnp.sqrt(n_data * w / (real_rows(w) * s))  # (M,)
     if config.curvature == "ef":
         return (grads * weight[None, :, None]).reshape(-1, grads.shape[-1])
     lik = config.impl.likelihood
@@ -106,9 +99,9 @@ def hessian(config, thetas, x, y, w, obs_var, n_data, dense):
         h = -jax.hessian(batch_log_lik, argnums=1)(config, theta, x, y, w, obs_var)
         return h if dense else jnp.diagonal(h)
 
-    return (n_data / _real_rows(w)) * jnp.mean(jax.vmap(one)(thetas), axis=0)
+    return (n_data / real_rows(w)) * jnp.mean(jax.vmap(one)(thetas), axis=0)
 
 
-def _nll(logp, w):
+def nll(logp, w):
     """mean_s Σᵢ −wᵢ log p(yᵢ | θₛ) from the (S, M) log-likelihoods."""
     return -jnp.mean(logp @ w)

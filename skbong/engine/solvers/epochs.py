@@ -3,19 +3,20 @@ mini-batches of a fixed data set.
 
 An epoch draws a permutation of the N rows, pads it to T = ⌈N / M⌉ mini-batches of M
 with an index to a zero-weight row, and runs T steps of the solver
-(:mod:`.solvers`), each from S fresh samples of q: step t's standard-normal draws come
+(:data:`~skbong.engine.solvers.SOLVERS`), each from S fresh samples of q: step t's standard-normal draws come
 from ``fold_in(key, t)``, generated a chunk of steps at a time (:func:`noise_chunks`). A step whose result is not valid
 (non-finite, or a non-positive precision) is not applied: the state stays as before it
-and the step is counted. Everything real-valued is traced (:class:`~.solvers.BatchHyper`),
+and the step is counted. Everything real-valued is traced (:class:`~skbong.engine.solvers.BatchHyper`),
 so a grid over the prior, the rates or the noise reuses one program per data shape.
 """
 
 import jax
 import jax.numpy as jnp
 
-from . import solvers
-from .models import seeded_init
-from .program import program
+from ..models import seeded_init
+from ..program import program
+from .posterior import kl_to_prior
+from .registry import is_valid, solver
 
 
 def _select(flag, new, old):
@@ -63,7 +64,7 @@ def run_epoch(config, state, t0, x, y, w, hyper, key, shuffle=True, learn_noise=
     n_params = jax.tree_util.tree_leaves(state)[0].shape[0]
     chunk, n_chunks = noise_chunks(n_steps, s * n_params)
     total = chunk * n_chunks  # steps past n_steps are padding: computed, never applied
-    solver = solvers.solver(config)
+    record = solver(config)
     order = (
         jax.random.permutation(jax.random.fold_in(jax.random.fold_in(key, 0x7FFFFFFF), t0), n)
         if shuffle
@@ -82,9 +83,9 @@ def run_epoch(config, state, t0, x, y, w, hyper, key, shuffle=True, learn_noise=
         state, t, nll, sq, bad = carry
         idx, is_real, eps = inputs
         xb, yb, wb = xp[idx], yp[idx], wp[idx]
-        thetas = solver.sample(state, hyper, eps)
-        new, nll_t = solver.step(config, state, thetas, eps, xb, yb, wb, hyper, t)
-        ok = solvers.is_valid(new, hyper)
+        thetas = record.sample(state, hyper, eps)
+        new, nll_t = record.step(config, state, thetas, eps, xb, yb, wb, hyper, t)
+        ok = is_valid(config, new, hyper)
         if learn_noise:
             f = jax.vmap(config.model.apply, in_axes=(0, None))(thetas, xb)  # (S, M, C)
             sq_t = jnp.mean(jnp.einsum("smc,m->sc", (yb - f) ** 2, wb), axis=0)
@@ -123,7 +124,7 @@ def noise_chunks(n_steps, per_step):
 @program(static_argnames=("config",))
 def init_state(config, mean, hyper):
     """q₀ of ``config.solver`` with the given starting mean."""
-    return solvers.solver(config).init(mean, hyper)
+    return solver(config).init(config, mean, hyper)
 
 
 @program(static_argnames=("config", "dtype"))
@@ -137,5 +138,5 @@ def prior(config, seed, hyper, dtype):
 @program(static_argnames=("config",))
 def posterior_and_kl(config, state, hyper):
     """The posterior q (MeanCov or DLRState) and KL(q ‖ prior)."""
-    post = solvers.solver(config).posterior(state, hyper)
-    return post, solvers.kl_to_prior(post, hyper.prior_prec)
+    post = solver(config).posterior(state, hyper)
+    return post, kl_to_prior(post, hyper.prior_prec)

@@ -1,31 +1,12 @@
-"""The batch solvers' static configuration, traced hyperparameters and states
-(:mod:`.solvers` has the algorithms)."""
+"""The batch solvers' static configuration and traced hyperparameters."""
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .config import Config
+from ..config import Config
+from .registry import SOLVER_NAMES, check_family
 
-SOLVER_NAMES = ("vogn", "von", "vprop", "vadam", "slang", "bbb", "ivon")
 CURVATURE_NAMES = ("ef", "ggn")
-ADAM_EPS = 1e-8
-"""ε of BBB's Adam (the usual default)."""
-
-
-SOLVER_FAMILIES = {"vogn": ("diag", "full"), "von": ("diag", "full"), "slang": ("dlr",)}
-"""The posterior families a solver can keep; every other solver keeps ``("diag",)``."""
-
-
-def check_family(solver, family):
-    """Raise ``ValueError`` unless ``solver`` keeps a posterior of ``family`` (the one
-    place this constraint lives, :data:`SOLVER_FAMILIES`)."""
-    allowed = SOLVER_FAMILIES.get(solver, ("diag",))
-    if family not in allowed:
-        raise ValueError(
-            f"family={family!r} is not available with solver={solver!r}, which keeps a "
-            f"{' or '.join(repr(f) for f in allowed)} posterior"
-        )
 
 
 @dataclass(frozen=True)
@@ -39,9 +20,9 @@ class BatchConfig:
     likelihood : str
         ``gaussian``, ``bernoulli``, ``categorical`` or ``poisson``.
     solver : str
-        One of :data:`SOLVER_NAMES`.
+        A key of :data:`~skbong.engine.solvers.SOLVERS`.
     family : str
-        ``diag`` or ``full`` for vogn and von; ``dlr`` for slang; ``diag`` otherwise.
+        One of the solver's ``families``.
     curvature : str
         ``ef`` (the per-example empirical Fisher, as published) or ``ggn`` for vogn and
         slang (von always uses the Hessian).
@@ -110,53 +91,3 @@ class BatchHyper(NamedTuple):
     momentum: Any
     decay: Any
     n_data: Any
-
-
-class NGState(NamedTuple):
-    """VOGN / VON: mean and precision Λ, (P,) or (P, P)."""
-
-    mean: Any
-    prec: Any
-
-
-class AdamState(NamedTuple):
-    """Vprop / Vadam: mean, momentum u and the per-row scale vector s (Λ = N s + λ)."""
-
-    mean: Any
-    mom: Any
-    scale: Any
-
-
-class SLANGState(NamedTuple):
-    """SLANG: mean, precision D + U Uᵀ (D (P,), U (P, L)) and the gradient momentum."""
-
-    mean: Any
-    prec_diag: Any
-    prec_lr: Any
-    mom: Any
-
-
-class BBBState(NamedTuple):
-    """BBB: mean, ρ (σ = softplus(ρ)) and Adam's moments of (μ, ρ), each (2, P)."""
-
-    mean: Any
-    rho: Any
-    mom: Any
-    sq: Any
-
-
-class IVONState(NamedTuple):
-    """IVON: mean, momentum and the Hessian estimate h (Λ = N (h + λ̃))."""
-
-    mean: Any
-    mom: Any
-    hess: Any
-
-
-class Solver(NamedTuple):
-    """A batch solver: see the module docstring for each function's role."""
-
-    init: Callable
-    sample: Callable
-    step: Callable
-    posterior: Callable
