@@ -439,7 +439,7 @@ def main():
                     row = scores(est.predict_log_proba(Xte), yte)
                     row["ms"] = 1e3 * min(timed(est.predict_log_proba, Xte) for _ in range(3))
                     results.setdefault((name, family, label), []).append(row)
-            if "full" in fits and not fits["full"]._is_bank():  # one belief each
+            if "full" in fits and not fits["full"]._bank_spec().is_bank:  # one belief each
                 diagnostics.setdefault(name, []).append(variance_diagnostics(
                     fits, Xtr, ytr, Xte, yte, 1 if k == 2 else k,
                     np.random.default_rng(1000 + seed)))

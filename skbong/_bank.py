@@ -8,6 +8,8 @@ the fixed ``drift``), prior-major. Its filters are stacked on a leading axis of
 predictive density (``None`` without a bank); :mod:`skbong._base` runs them.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.signal
 
@@ -35,13 +37,54 @@ NETWORK_EVIDENCE_DISCOUNT = 0.99
 """δ of a network's online evidence per row (about the last 100 rows' predictions)."""
 
 
-def bank_grid(prior_variance, drift):
-    """The bank's filters as two aligned arrays (K,): the prior variance and the drift of
-    each, the product of :data:`PRIOR_GRID` (or the fixed ``prior_variance``) and
-    :data:`DRIFT_GRID` (or the fixed ``drift``), prior-major."""
-    priors = PRIOR_GRID if isinstance(prior_variance, str) else np.array([float(prior_variance)])
-    drifts = DRIFT_GRID if isinstance(drift, str) else np.array([float(drift)])
-    return np.repeat(priors, len(drifts)), np.tile(drifts, len(priors))
+@dataclass(frozen=True)
+class Bank:
+    """``prior_variance`` and ``drift`` resolved for a model (:meth:`resolve`, the one
+    place ``"auto"`` and ``"bank"`` are read): the filters a fit runs.
+
+    Attributes
+    ----------
+    priors : tuple of float
+        :data:`PRIOR_GRID` when a bank learns the prior variance, else the one σ₀².
+    drifts : tuple of float
+        :data:`DRIFT_GRID` when a bank learns the drift, else the one γ.
+    learns_prior, learns_drift : bool
+        Whether a bank learns each.
+    """
+
+    priors: tuple
+    drifts: tuple
+    learns_prior: bool
+    learns_drift: bool
+
+    @classmethod
+    def resolve(cls, prior_variance, drift, linear):
+        """The bank of the parameters for the linear model (``linear``) or a network:
+        ``prior_variance="auto"`` is ``"bank"`` for the linear model and
+        :data:`NETWORK_PRIOR_VARIANCE` otherwise; ``drift="auto"`` is a bank of drifts."""
+        if isinstance(prior_variance, str) and prior_variance == "auto":
+            prior_variance = "bank" if linear else NETWORK_PRIOR_VARIANCE
+        learns_prior = isinstance(prior_variance, str)
+        learns_drift = isinstance(drift, str)
+        priors = tuple(PRIOR_GRID) if learns_prior else (float(prior_variance),)
+        drifts = tuple(DRIFT_GRID) if learns_drift else (float(drift),)
+        return cls(priors, drifts, learns_prior, learns_drift)
+
+    @property
+    def is_bank(self):
+        """Whether a bank of filters runs (it learns the prior variance and/or the drift)."""
+        return self.learns_prior or self.learns_drift
+
+    @property
+    def prior(self):
+        """``prior_variance`` as resolved: ``"bank"`` or the one σ₀²."""
+        return "bank" if self.learns_prior else self.priors[0]
+
+    def grid(self):
+        """The filters as two aligned arrays (K,): the prior variance and the drift of
+        each, the product of the two grids, prior-major."""
+        priors, drifts = np.asarray(self.priors), np.asarray(self.drifts)
+        return np.repeat(priors, len(drifts)), np.tile(drifts, len(priors))
 
 
 def evidence_discount(model):
@@ -76,22 +119,10 @@ class PriorBankMixin:
     """The bank's fitted attributes and the components predictions mix (one filter of
     weight 1 without a bank)."""
 
-    def _prior_spec(self):
-        """``prior_variance`` resolved for the model: ``"bank"`` when a bank of filters
-        learns it (``"bank"``, or ``"auto"`` for the linear model), otherwise the fixed σ₀²
-        (``"auto"`` for networks and user models: :data:`NETWORK_PRIOR_VARIANCE`)."""
-        if isinstance(self.prior_variance, str) and self.prior_variance == "auto":
-            linear = self.model is None and not self._model_params()
-            return "bank" if linear else NETWORK_PRIOR_VARIANCE
-        return self.prior_variance
-
-    def _is_bank(self):
-        """Whether a bank of filters learns the prior variance and/or the drift."""
-        return isinstance(self._prior_spec(), str) or isinstance(self.drift, str)
-
-    def _bank_grid(self):
-        """(prior variances, drifts) of the bank's filters, each (K,) (:func:`bank_grid`)."""
-        return bank_grid(self._prior_spec(), self.drift)
+    def _bank_spec(self):
+        """The :class:`Bank` of the current parameters for the estimator's model."""
+        linear = self.model is None and not self._model_params()
+        return Bank.resolve(self.prior_variance, self.drift, linear)
 
     def _filter_weights(self):
         """Posterior weight of every filter of the bank, (K,): the softmax of the log
@@ -109,7 +140,7 @@ class PriorBankMixin:
             return [(1.0, self._state, self._noise)]
         weights = self._filter_weights()
         if static_only:
-            weights = np.where(self._bank_grid()[1] == 1.0, weights, 0.0)
+            weights = np.where(self._bank_spec().grid()[1] == 1.0, weights, 0.0)
             weights = weights / weights.sum()
         keep = np.flatnonzero(weights >= _MIN_WEIGHT)
         total = weights[keep].sum()
@@ -130,15 +161,15 @@ class PriorBankMixin:
             raise AttributeError(f"{name} exists only with a bank of filters ({_BANKS})")
         if param is None:
             return
-        banked = self._prior_spec() if param == "prior_variance" else self.drift
-        if self._log_evidence is None or not isinstance(banked, str):
+        spec = self._bank_spec()
+        banked = spec.learns_prior if param == "prior_variance" else spec.learns_drift
+        if self._log_evidence is None or not banked:
             how = "'bank', or 'auto' for the linear model" if param == "prior_variance" else "'auto'"
             raise AttributeError(f"{name} exists only when a bank learns {param} ({param}={how})")
 
     def _weight_table(self):
         """The filters' weights as a (priors, drifts) table (the bank's product grid)."""
-        n_drifts = len(DRIFT_GRID) if isinstance(self.drift, str) else 1
-        return self._filter_weights().reshape(-1, n_drifts)
+        return self._filter_weights().reshape(-1, len(self._bank_spec().drifts))
 
     @property
     def prior_weights_(self):
@@ -173,7 +204,7 @@ class PriorBankMixin:
         """The bank's filters (a prior bank and/or ``drift="auto"``), shape
         (K, 2): the prior variance and the drift of each, aligned with ``log_evidence_``."""
         self._require_bank("bank_grid_")
-        return np.stack(self._bank_grid(), axis=1)
+        return np.stack(self._bank_spec().grid(), axis=1)
 
     @property
     def prior_grid_(self):
@@ -192,9 +223,9 @@ class PriorBankMixin:
         """The prior variance in use: ``prior_variance``, or with ``"auto"`` the bank's
         value of largest weight (``prior_weights_``)."""
         _check_fitted(self)
-        prior = self._prior_spec()
-        if self._log_evidence is None or not isinstance(prior, str):
-            return float(prior)
+        spec = self._bank_spec()
+        if self._log_evidence is None or not spec.learns_prior:
+            return float(spec.priors[0])
         return float(PRIOR_GRID[np.argmax(self._weight_table().sum(axis=1))])
 
     @property
@@ -202,17 +233,18 @@ class PriorBankMixin:
         """The drift in use: ``drift``, or with ``"auto"`` the bank's value of largest
         weight (``drift_weights_``)."""
         _check_fitted(self)
-        if self._log_evidence is None or not isinstance(self.drift, str):
-            return float(self.drift)
+        spec = self._bank_spec()
+        if self._log_evidence is None or not spec.learns_drift:
+            return float(spec.drifts[0])
         return float(DRIFT_GRID[np.argmax(self._weight_table().sum(axis=0))])
 
 
 __all__ = [
+    "Bank",
     "DRIFT_GRID",
     "NETWORK_PRIOR_VARIANCE",
     "PRIOR_GRID",
     "PriorBankMixin",
-    "bank_grid",
     "evidence_path",
     "evidence_discount",
 ]

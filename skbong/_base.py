@@ -161,9 +161,10 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         and whether ``prior_variance`` and ``drift`` are ``"auto"``: a bank's filters
         are stacked on a leading axis, so a number may replace a number after a fit, not
         ``"auto"`` (or the reverse)."""
+        spec = self._bank_spec()
         banked = tuple(
-            (name, "a bank" if isinstance(value, str) else "a number")
-            for name, value in (("prior_variance", self._prior_spec()), ("drift", self.drift))
+            (name, "a bank" if learned else "a number")
+            for name, learned in (("prior_variance", spec.learns_prior), ("drift", spec.learns_drift))
         )
         return structural_signature(self, STRUCTURAL) + banked
 
@@ -199,7 +200,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             learn_noise=self._learns_noise(),
             noise_discount=self._noise_discount(model) if self._learns_noise() else 1.0,
             noise_coupled=self._noise_coupled(model) if self._learns_noise() else True,
-            evidence=self._is_bank(),
+            evidence=self._bank_spec().is_bank,
             pit=self._pit_kind(model),
         )
 
@@ -267,9 +268,10 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
                     v, engine.models.OUTPUT_BIAS_VARIANCE if wide else v
                 )
 
-            grid = self._bank_grid()[0] if self._is_bank() else [self._prior_spec()]
+            spec = self._bank_spec()
+            grid = spec.grid()[0]
             value = tuple(np.stack([one(v, wide) for v in grid]) for wide in (broad, False))
-            if not self._is_bank():
+            if not spec.is_bank:
                 value = tuple(v[0] for v in value)
             cached = self._prior_var_cache = (key, value)
         return cached[1][1 if stationary else 0]
@@ -278,7 +280,8 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         # numpy values: the jitted engine converts them in its fast C++ path, far cheaper
         # than one jnp.asarray dispatch per hyperparameter
         dt = self._jax_dtype()
-        drift = self._bank_grid()[1] if isinstance(self.drift, str) else self.drift
+        spec = self._bank_spec()
+        drift = spec.grid()[1] if spec.learns_drift else spec.drifts[0]
         point = getattr(self, "_lin_point", None)  # fit's further passes (_refine)
         return engine.Hyper(
             prior_var=self._prior_variances(config, stationary=True).astype(dt),
@@ -316,7 +319,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
             ]
             self._prior_mean = np.asarray(priors[0][0])
             states = [tuple(np.asarray(a) for a in state) for _, state in priors]
-        if self._is_bank():  # filters stacked on a leading axis; weights from the evidence
+        if self._bank_spec().is_bank:  # filters stacked on a leading axis; weights from the evidence
             self._state = tuple(np.stack(parts) for parts in zip(*states))
             self._log_evidence = np.zeros(len(states))
         else:

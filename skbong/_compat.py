@@ -158,7 +158,7 @@ def _forgetting(estimator):
     "exact)"
 )
 def _bank(estimator):
-    return estimator._is_bank()
+    return estimator._bank_spec().is_bank
 
 
 _FLOAT32 = (

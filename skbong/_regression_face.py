@@ -288,7 +288,7 @@ class RegressorFace:
         prequential = getattr(self, "_pit_counts", None)
         if window is None:
             return prequential
-        static_only = isinstance(self.drift, str) and prequential is not None  # both kept
+        static_only = self._bank_spec().learns_drift and prequential is not None  # both kept
         if static_only and self.drift_ != 1.0:
             return prequential  # the evidence says the rows drift
         kind = self._predictive_kind()  # the cache's key; every change of the belief drops it

@@ -472,7 +472,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         if self.calibration == "auto":
             if not linear:
                 return None
-            if isinstance(self.drift, str) and self.process_noise == 0:
+            if self._bank_spec().learns_drift and self.process_noise == 0:
                 return "evidence"  # both; the drift bank's evidence chooses
             return "prequential" if self._is_dynamic() else "loo"
         if self.calibration == "loo" and not linear:

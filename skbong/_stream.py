@@ -72,12 +72,12 @@ class StreamingMixin:
         hyper = self._hyper(obs_var, config)
         noise = self._noise
         if config.learn_noise and noise is None:  # start learning from the value in use
-            lead = (len(self._log_evidence),) if self._is_bank() else ()
+            lead = () if self._log_evidence is None else (len(self._log_evidence),)
             a0 = np.full(lead + (len(obs_var),), engine.noise.PRIOR_DOF, dt)
             noise = (a0, (a0 * obs_var).astype(dt))
         elif not config.learn_noise:
             noise = None
-        if self._is_bank():
+        if self._log_evidence is not None:
             return self._learn_bank(config, hyper, X, Y, w, noise, obs_var, raw)
         (new_state, new_noise), ok, sound, z, absurd = self._run(
             config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
@@ -203,7 +203,7 @@ class StreamingMixin:
         for k in np.flatnonzero(alive):
             state_k = tuple(a[k] for a in new_state)
             alive[k] = bool(ok[k].all()) and _is_sound(config.impl.family, state_k)
-        priors, drifts = self._bank_grid()
+        priors, drifts = self._bank_spec().grid()
         if not alive.any():
             live = np.isfinite(self._log_evidence)
             steps = [np.flatnonzero(~ok[k]) for k in np.flatnonzero(live)]
@@ -383,7 +383,7 @@ class StreamingMixin:
             )
         if not self._learns_noise() and config.impl.likelihood.additive_noise:
             hints.append("a fixed obs_variance too small for the data: try obs_variance='auto'")
-        hints.append(f"a smaller prior_variance (now {self._prior_spec()!r})")
+        hints.append(f"a smaller prior_variance (now {self._bank_spec().prior!r})")
         if self._dtype_name() == "float32":
             hints.append("dtype='float64'")
         return "Most likely to help: " + "; ".join(hints) + "."
@@ -695,7 +695,7 @@ class StreamingMixin:
             np.where(better.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
             for a, b in zip(self._state, old)
         )
-        if self._is_bank():
+        if self._log_evidence is not None:
             self._log_evidence = np.where(better, self._log_evidence, kept["_log_evidence"])
         self._publish(config)
 

@@ -15,7 +15,7 @@ import pytest
 import scipy.stats
 
 from skbong import BongRegressor, merge_posteriors
-from skbong._bank import DRIFT_GRID, PRIOR_GRID
+from skbong._bank import DRIFT_GRID, NETWORK_PRIOR_VARIANCE, PRIOR_GRID, Bank
 from skbong.engine.models import OUTPUT_BIAS_VARIANCE
 
 OBS_VAR = 0.3
@@ -165,3 +165,21 @@ def test_drift_bank_is_not_merged():
     shards = [_reg(drift="auto").fit(X[:15], y[:15]), _reg(drift="auto").fit(X[15:], y[15:])]
     with pytest.raises(ValueError, match="drift"):
         merge_posteriors(shards)
+
+
+def test_bank_resolves_auto_once_for_the_model():
+    # "auto" is a prior bank for the linear model and the fixed network σ₀² otherwise;
+    # drift="auto" banks the drifts; the filters are the product, prior-major
+    linear = Bank.resolve("auto", 1.0, linear=True)
+    assert linear.learns_prior and not linear.learns_drift and linear.is_bank
+    assert linear.priors == tuple(PRIOR_GRID) and linear.prior == "bank"
+    net = Bank.resolve("auto", 1.0, linear=False)
+    assert not net.is_bank and net.prior == NETWORK_PRIOR_VARIANCE
+    both = Bank.resolve("bank", "auto", linear=False)
+    priors, drifts = both.grid()
+    assert len(priors) == len(PRIOR_GRID) * len(DRIFT_GRID)
+    np.testing.assert_array_equal(priors[: len(DRIFT_GRID)], PRIOR_GRID[0])
+    np.testing.assert_array_equal(drifts[: len(DRIFT_GRID)], DRIFT_GRID)
+    fixed = Bank.resolve(0.5, 0.99, linear=True)
+    assert not fixed.is_bank and fixed.grid()[0].tolist() == [0.5]
+    assert fixed.grid()[1].tolist() == [0.99]
