@@ -127,6 +127,10 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         Number of features seen in ``fit``.
     family_ : str
         The family of the belief: ``family``, or what ``"auto"`` chose.
+    dtype_ : str
+        The working precision: ``dtype``, or what ``"auto"`` chose for the model.
+    predictive_ : str
+        The default predictive: ``predictive``, or what ``"auto"`` means.
     feature_names_in_ : ndarray of str
         Feature names, when X was a DataFrame with string column names.
     n_observations_ : int

@@ -330,6 +330,20 @@ class PosteriorMixin:
         return self._state_class()(*arrays)
 
     @property
+    def dtype_(self):
+        """The working precision of the belief, ``"float32"`` or ``"float64"``: ``dtype``,
+        or what ``"auto"`` chose for the fitted model."""
+        _check_fitted(self)
+        return np.dtype(self.posterior_mean_.dtype).name
+
+    @property
+    def predictive_(self):
+        """The posterior predictive that ``predict`` and its siblings use by default:
+        ``predictive``, or what ``"auto"`` means for this estimator."""
+        _check_fitted(self)
+        return self._predictive_kind()
+
+    @property
     def posterior_var_(self):
         """Posterior marginal variances diag(Σ), shape (P,).
 

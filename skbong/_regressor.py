@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from . import _copies, engine
 from ._base import BongBase
 from ._calibration import WINDOW_ROWS
+from ._posterior import _check_fitted
 from ._regression_face import RegressorFace
 
 AUTO_FLOAT64_MAX = 101
@@ -273,6 +274,16 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         Number of features seen in ``fit``.
     family_ : str
         The family of the belief: ``family``, or what ``"auto"`` chose.
+    dtype_ : str
+        The working precision: ``dtype``, or what ``"auto"`` chose for the model.
+    predictive_ : str
+        The default predictive: ``predictive``, or what ``"auto"`` means.
+    calibration_ : str or None
+        The interval calibration: ``calibration``, or what ``"auto"`` chose for the
+        model.
+    noise_posterior_, noise_discount_ : str, float or None
+        The learned noise's posterior and discount: the parameters, or what ``"auto"``
+        chose for the model (``None`` where the noise is fixed).
     feature_names_in_ : ndarray of str
         Feature names, when X was a DataFrame with string column names.
     n_observations_ : int
@@ -483,6 +494,35 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
                 "calibration='prequential' for networks."
             )
         return self.calibration
+
+    @property
+    def calibration_(self):
+        """The interval calibration in use: ``calibration``, or what ``"auto"`` chose for
+        the fitted model (``"loo"`` for the static linear model, ``"prequential"`` for a
+        drifting one, ``"evidence"`` with ``drift="auto"``, ``None`` for networks and
+        user models)."""
+        _check_fitted(self)
+        return self._calibration_kind(self._fitted_config.model)
+
+    @property
+    def noise_posterior_(self):
+        """The learned noise's posterior, ``"conjugate"`` (normal–inverse-gamma, coupled
+        with the belief) or ``"factorised"``: ``noise_posterior``, or what ``"auto"`` chose
+        for the fitted model; ``None`` where the noise is fixed."""
+        _check_fitted(self)
+        config = self._fitted_config
+        if not config.learn_noise:
+            return None
+        return "conjugate" if config.noise_coupled else "factorised"
+
+    @property
+    def noise_discount_(self):
+        """δ of the learned noise per row: ``noise_discount``, or what ``"auto"`` chose for
+        the fitted model (1 for the linear model, 0.99 for networks); ``None`` where the
+        noise is fixed."""
+        _check_fitted(self)
+        config = self._fitted_config
+        return float(config.noise_discount) if config.learn_noise else None
 
     def _pit_kind(self, model):
         if self._calibration_kind(model) not in ("prequential", "evidence"):

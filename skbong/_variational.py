@@ -179,6 +179,10 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         σ₀² in use (learned with ``prior_variance="auto"`` for the linear model).
     family_ : str
         The posterior family in use (``family`` with ``"auto"`` resolved).
+    dtype_ : str
+        The working precision (``dtype``).
+    predictive_ : str
+        The default predictive (``predictive``).
     input_mean_, input_scale_ : ndarray of shape (n_features,)
         The standardisation the solver learns under, x̃ = (x − ``input_mean_``) /
         ``input_scale_``, from the first fit's column statistics where a column's root

@@ -94,7 +94,7 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
         Posterior mean and marginal variances.
     coef_, intercept_ : ndarray
         Posterior mean weights and intercepts (linear models only).
-    prior_variance_, family_, input_mean_, input_scale_
+    prior_variance_, family_, dtype_, predictive_, input_mean_, input_scale_
         As for :class:`VariationalRegressor`.
     n_features_in_ : int
         Number of features seen in ``fit``.

@@ -23,7 +23,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
 from skbong import engine as E
-from skbong._regressor import AUTO_FULL_MAX
+from skbong._regressor import AUTO_FLOAT64_MAX, AUTO_FULL_MAX
 from skbong.engine import DLRState, MeanCov
 from skbong.exceptions import NonFiniteUpdateError
 
@@ -294,3 +294,47 @@ def test_auto_prior_is_the_bank_for_the_linear_model_and_one_for_networks(cls):
     # a fitted bank cannot become one filter by set_params (the belief's shape differs)
     with pytest.raises(ValueError, match="changed since the estimator was fitted"):
         linear.set_params(prior_variance=1.0).partial_fit(X, y)
+
+
+_RESOLVED = ["dtype_", "predictive_", "calibration_", "noise_posterior_", "noise_discount_"]
+
+
+@pytest.mark.parametrize(
+    "params, expected",
+    [
+        # the documented resolutions of "auto": the linear model's exact conjugate path...
+        ({}, ("float64", "linmc", "loo", "conjugate", 1.0)),
+        # ...a network's (float32, no closed-form leave-one-out, factorised noise, δ < 1)
+        ({"hidden_layer_sizes": (4,)}, ("float32", "linmc", None, "factorised", 0.99)),
+        ({"drift": 0.99}, ("float64", "linmc", "prequential", "conjugate", 1.0)),
+        ({"drift": "auto"}, ("float64", "linmc", "evidence", "conjugate", 1.0)),
+        ({"obs_variance": 1.0}, ("float64", "linmc", "loo", None, None)),
+        ({"dtype": "float32", "calibration": None, "predictive": "plugin",
+          "noise_posterior": "factorised", "noise_discount": 0.9},
+         ("float32", "plugin", None, "factorised", 0.9)),
+    ],
+)
+def test_regressor_attributes_say_what_auto_chose(params, expected):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=60)
+    est = BongRegressor(random_state=0, **params)
+    for name in _RESOLVED:  # nothing is resolved before a fit
+        assert not hasattr(est, name)
+    est.fit(X, y)
+    assert tuple(getattr(est, name) for name in _RESOLVED) == expected
+    assert est.dtype_ == est.posterior_mean_.dtype.name  # the belief's own precision
+
+
+def test_wide_linear_regressor_and_other_estimators_report_their_choices():
+    rng = np.random.default_rng(1)
+    wide = rng.normal(size=(30, AUTO_FLOAT64_MAX))  # with the intercept, one beyond float64's
+    assert BongRegressor().fit(wide, wide[:, 0]).dtype_ == "float32"
+    assert BongRegressor().fit(wide[:, 1:], wide[:, 0]).dtype_ == "float64"
+    X = rng.normal(size=(60, 3))
+    labels = (X[:, 0] > 0).astype(int)
+    clf = BongClassifier(random_state=0).fit(X, labels)
+    assert (clf.dtype_, clf.predictive_) == ("float32", "plugin")
+    counts = rng.poisson(np.exp(0.3 * X[:, 0]))
+    pois = BongPoissonRegressor(random_state=0).fit(X, counts)
+    assert (pois.dtype_, pois.predictive_) == ("float32", "linmc")
