@@ -8,6 +8,7 @@ the fixed ``drift``), prior-major. Its filters are stacked on a leading axis of
 predictive density (``None`` without a bank); :mod:`skbong._base` runs them.
 """
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,7 +62,12 @@ class Bank:
     def resolve(cls, prior_variance, drift, linear):
         """The bank of the parameters for the linear model (``linear``) or a network:
         ``prior_variance="auto"`` is ``"bank"`` for the linear model and
-        :data:`NETWORK_PRIOR_VARIANCE` otherwise; ``drift="auto"`` is a bank of drifts."""
+        :data:`NETWORK_PRIOR_VARIANCE` otherwise; ``drift="auto"`` is a bank of drifts
+        (one object per distinct triple: every call of a stream asks)."""
+        return _resolved(cls, prior_variance, drift, bool(linear))
+
+    @classmethod
+    def _build(cls, prior_variance, drift, linear):
         if isinstance(prior_variance, str) and prior_variance == "auto":
             prior_variance = "bank" if linear else NETWORK_PRIOR_VARIANCE
         learns_prior = isinstance(prior_variance, str)
@@ -85,6 +91,11 @@ class Bank:
         each, the product of the two grids, prior-major."""
         priors, drifts = np.asarray(self.priors), np.asarray(self.drifts)
         return np.repeat(priors, len(drifts)), np.tile(drifts, len(priors))
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(cls, prior_variance, drift, linear):
+    return cls._build(prior_variance, drift, linear)
 
 
 def evidence_discount(model):
