@@ -310,7 +310,10 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         Further passes ``fit`` may take over its rows (the iterated filter): each starts
         again from the prior and linearises the likelihood at the previous pass's mean,
         one Newton (IRLS) step on the log posterior, until the mean stops moving; a pass
-        that would lower the log posterior is not kept. Where they converge the
+        that would lower the log posterior is not kept, and a one-pass mean below the
+        prior mean's log posterior (an overshoot) is refined from the prior mean. A
+        linear model whose fitted mean stays below it warns (``DivergenceWarning``).
+        Where they converge the
         posterior is the Laplace approximation at the mode, which one pass of the
         filter is not. Only for the linear model with the full covariance (the
         ``"auto"`` family up to 128 parameters), ``rule="bong"``,

@@ -44,6 +44,13 @@ refused, a diverging stream); any other warning raised during a pass is passed o
 the caller and the pass is judged by its log posterior alone."""
 
 
+BELOW_PRIOR_NATS = 0.1
+"""Nats per row by which a fitted linear classifier's log posterior on its rows may fall
+below the prior mean's before ``fit`` warns (:class:`~skbong.exceptions.DivergenceWarning`):
+an overshooting filter falls by several nats per row (a broad prior on iris: 10), while
+on labels that carry no signal the fitted mean sits near the prior mean's value."""
+
+
 class StreamingMixin:
     """The streaming half of :class:`~skbong._base.BongBase`: a call's rows through the
     engine, committed atomically."""
@@ -612,10 +619,11 @@ class StreamingMixin:
             return 0
         return int(self.refine)
 
-    def _log_joint(self, config, X, Y, w, obs_var):
-        """The log posterior (up to a constant) at each filter's mean, float64 (K,)."""
+    def _log_joint(self, config, X, Y, w, obs_var, means=None):
+        """The log posterior (up to a constant) at each filter's mean (or at ``means``,
+        (K, P)), float64 (K,)."""
         dt = self._jax_dtype()
-        means = np.atleast_2d(self._state[0])
+        means = np.atleast_2d(self._state[0] if means is None else means)
         prior_var = np.broadcast_to(self._prior_variances(config), means.shape).astype(dt)
         with self._x64():
             value = engine.curvature.log_joint(
@@ -643,12 +651,25 @@ class StreamingMixin:
             return
         self.n_refine_passes_ = 0
         passes = self._refine_passes(config)
-        if not passes:
+        judged = engine.models.is_linear(config.model) and not config.dynamic
+        if not passes and not judged:
             return
         w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
         best = self._log_joint(config, X, Y, w, obs_var)
+        # a filter whose one pass ended below the log posterior of the prior mean (an
+        # early step overshot: a broad prior along a row the belief already predicted
+        # with certainty) takes its first pass from the prior mean, where the posterior's
+        # curvature is not saturated, and must beat that value to be kept
+        onepass = np.atleast_2d(self._state[0])
+        prior_mean = np.broadcast_to(self._prior_mean, onepass.shape)
+        at_prior = self._log_joint(config, X, Y, w, obs_var, means=prior_mean)
+        restart = at_prior > best
+        current = best.copy()  # each filter's log posterior at its kept mean
+        best = np.maximum(best, at_prior)
         for k in range(passes):
             kept, point = self.__dict__.copy(), np.asarray(self._state[0])
+            if k == 0 and restart.any():
+                point = np.where(restart[:, None], prior_mean, onepass).reshape(point.shape)
             self.__dict__.clear()
             self.__dict__.update(fresh)
             self._lin_point = point
@@ -682,10 +703,33 @@ class StreamingMixin:
             if not better.all():  # the filters whose pass overshot keep their belief
                 self._keep_filters(better, kept, config)
             best = np.where(better, value, best)
+            current = np.where(better, value, current)
             self.n_refine_passes_ = k + 1
             moved = np.abs(np.atleast_2d(self._state[0]) - np.atleast_2d(point))[better]
             if np.max(moved) <= REFINE_TOL * (1.0 + np.max(np.abs(point))):
                 break
+        if judged:
+            self._warn_below_prior(current, at_prior, float(np.sum(w)))
+
+    def _warn_below_prior(self, value, at_prior, n_rows):
+        """Warn where the linear model's fitted mean has a lower log posterior on the rows
+        of ``fit`` than the prior mean (``value`` and ``at_prior``, per filter) by more
+        than :data:`BELOW_PRIOR_NATS` per row: its predictions are worse than knowing
+        nothing, an early update having overshot (a broad prior meeting a row the belief
+        already predicted with certainty). For a bank, the filter of largest weight is
+        judged (the others weigh little)."""
+        k = 0 if self._log_evidence is None else int(np.argmax(self._log_evidence))
+        if not value[k] < at_prior[k] - BELOW_PRIOR_NATS * n_rows:
+            return
+        warnings.warn(
+            f"{type(self).__name__}: the fitted posterior mean explains the rows of fit "
+            f"worse than the prior mean does (log posterior {value[k]:.4g} against "
+            f"{at_prior[k]:.4g}): an early update overshot and the filter did not recover. "
+            "Most likely to help: a smaller prior_variance (or 'auto'), family='full' with "
+            "refine > 0 (its passes restart from the prior mean), or rule='blr'.",
+            DivergenceWarning,
+            stacklevel=4,
+        )
 
     def _keep_filters(self, better, kept, config):
         """Take the belief (and a bank's evidence) of the filters where ``better`` is false

@@ -46,4 +46,10 @@ class DivergenceWarning(UserWarning):
     model, whose diagonal gain J Σ Jᵀ / R grows with the number of parameters), or a
     learning rate too large for a plain-gradient rule. The message names the setting
     most likely to help.
+
+    Raised by ``fit`` of a linear classifier or count model when the fitted mean's log
+    posterior on the rows of the call is below the prior mean's by more than 0.1 nat per
+    row (for a bank, the filter of largest weight): its predictions are worse than
+    knowing nothing, an update having overshot where the further passes (``refine``)
+    could not run or recover.
     """

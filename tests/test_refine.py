@@ -182,3 +182,64 @@ def test_only_the_streams_own_warnings_stop_the_passes(monkeypatch, category):
         assert ConvergenceWarning not in names
     else:
         assert clf.n_refine_passes_ == 0 and ConvergenceWarning in names
+
+
+def _iris_standardised():
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    return (X - X.mean(0)) / X.std(0), y
+
+
+def _softmax_map(X, y, prior_variance):
+    """The multinomial logistic MAP with N(0, σ₀² I) on every weight and bias, by
+    L-BFGS in numpy: the oracle of the iterated filter's fixed point."""
+    from scipy.special import logsumexp
+
+    d, c = X.shape[1], int(y.max()) + 1
+
+    def objective(theta):
+        f = X @ theta[: d * c].reshape(d, c) + theta[d * c :]
+        log_lik = np.sum(f[np.arange(len(y)), y] - logsumexp(f, axis=1))
+        return -(log_lik - 0.5 * theta @ theta / prior_variance)
+
+    res = minimize(objective, np.zeros(d * c + c), method="L-BFGS-B",
+                   options=dict(maxiter=10_000, gtol=1e-10, ftol=1e-15))
+    return res.x
+
+
+def test_a_first_pass_that_overshot_is_refined_from_the_prior_mean():
+    # σ₀² = 100 on standardised iris: one pass overshoots (a broad prior meeting rows
+    # the belief already predicts with certainty; |μ| reached 59 and training log-loss
+    # 11), and passes linearised at that mean cannot recover. Started from the prior
+    # mean, the passes are Newton's method on a concave log posterior: the MAP.
+    X, y = _iris_standardised()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DivergenceWarning)
+        est = BongClassifier(prior_variance=100.0, family="full", refine=30, dtype="float64",
+                             random_state=0).fit(X, y)
+    theta = _softmax_map(X, y, 100.0)
+    # the passes stop once the mean moves by REFINE_TOL relative; Newton's quadratic
+    # convergence leaves far less than that step between the last mean and the mode
+    tol = 1e-4 * (1.0 + np.max(np.abs(theta)))
+    np.testing.assert_allclose(est.posterior_mean_, theta, atol=tol, rtol=0)
+    assert est.n_refine_passes_ > 1
+
+
+@pytest.mark.parametrize("params", [dict(refine=0), dict(family="dlr")])
+def test_a_linear_fit_worse_than_the_prior_mean_warns(params):
+    # without the passes from the prior mean the overshoot stays: fit says so
+    X, y = _iris_standardised()
+    with pytest.warns(DivergenceWarning, match="worse than the prior mean.*prior_variance"):
+        BongClassifier(prior_variance=100.0, random_state=0, **params).fit(X, y)
+
+
+def test_no_divergence_warning_on_ordinary_or_signal_free_labels():
+    X, y = _iris_standardised()
+    noise = np.random.default_rng(0).integers(0, 3, size=len(y))  # labels without signal
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DivergenceWarning)
+        for labels in (y, noise):
+            for params in (dict(), dict(refine=0, prior_variance=1.0)):
+                BongClassifier(random_state=0, **params).fit(X, labels)
+        BongClassifier(family="dlr", random_state=0).fit(X, noise)
