@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from . import _calibration, _inputs, engine
-from ._bank import evidence_discount, evidence_path
+from ._bank import _MIN_WEIGHT, evidence_discount, evidence_path
 from ._guard import _check_not_forked
 from .exceptions import DivergenceWarning, NonFiniteUpdateError, SkippedRowsWarning
 
@@ -709,26 +709,51 @@ class StreamingMixin:
             if np.max(moved) <= REFINE_TOL * (1.0 + np.max(np.abs(point))):
                 break
         if judged:
-            self._warn_below_prior(current, at_prior, float(np.sum(w)))
+            self._judge_against_prior(config, current, at_prior, float(np.sum(w)))
 
-    def _warn_below_prior(self, value, at_prior, n_rows):
-        """Warn where the linear model's fitted mean has a lower log posterior on the rows
-        of ``fit`` than the prior mean (``value`` and ``at_prior``, per filter) by more
-        than :data:`BELOW_PRIOR_NATS` per row: its predictions are worse than knowing
-        nothing, an early update having overshot (a broad prior meeting a row the belief
-        already predicted with certainty). For a bank, the filter of largest weight is
-        judged (the others weigh little)."""
-        k = 0 if self._log_evidence is None else int(np.argmax(self._log_evidence))
-        if not value[k] < at_prior[k] - BELOW_PRIOR_NATS * n_rows:
+    def _judge_against_prior(self, config, value, at_prior, n_rows):
+        """Judge the linear model's fitted means by their log posterior on the rows of
+        ``fit`` (``value``, per filter) against the prior mean's (``at_prior``): a filter
+        below it by more than :data:`BELOW_PRIOR_NATS` per row predicts worse than knowing
+        nothing, an update having overshot (a broad prior meeting a row the belief already
+        predicted with certainty). A bank drops such filters while others remain (their
+        evidence, scored before each update, did not see the overshoot), and warns where
+        predictions used them; a single filter, or a bank with none left, warns
+        (:class:`~skbong.exceptions.DivergenceWarning`)."""
+        below = value < at_prior - BELOW_PRIOR_NATS * n_rows
+        if not below.any():
             return
+        name = type(self).__name__
+        if self._log_evidence is not None:
+            live = np.isfinite(self._log_evidence)
+            if (live & ~below).any():
+                dropped = live & below
+                if not dropped.any():
+                    return
+                weight = float(np.sum(self._filter_weights()[dropped]))
+                self._log_evidence = np.where(dropped, -np.inf, self._log_evidence)
+                self._publish(config)
+                if weight >= _MIN_WEIGHT:  # else no prediction used them: nothing changed
+                    priors, drifts = self._bank_spec().grid()
+                    pairs = [f"({priors[k]:g}, {drifts[k]:g})" for k in np.flatnonzero(dropped)]
+                    warnings.warn(
+                        f"{name}: the filter(s) (prior variance, drift) {', '.join(pairs)} were "
+                        "dropped from the bank: their fitted means explain the rows of fit "
+                        "worse than the prior mean does (an update overshot). The others "
+                        "carry the predictions.",
+                        DivergenceWarning,
+                        stacklevel=5,
+                    )
+                return
+        k = 0 if self._log_evidence is None else int(np.argmax(self._log_evidence))
         warnings.warn(
-            f"{type(self).__name__}: the fitted posterior mean explains the rows of fit "
+            f"{name}: the fitted posterior mean explains the rows of fit "
             f"worse than the prior mean does (log posterior {value[k]:.4g} against "
             f"{at_prior[k]:.4g}): an early update overshot and the filter did not recover. "
             "Most likely to help: a smaller prior_variance (or 'auto'), family='full' with "
             "refine > 0 (its passes restart from the prior mean), or rule='blr'.",
             DivergenceWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
     def _keep_filters(self, better, kept, config):

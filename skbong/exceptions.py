@@ -49,7 +49,7 @@ class DivergenceWarning(UserWarning):
 
     Raised by ``fit`` of a linear classifier or count model when the fitted mean's log
     posterior on the rows of the call is below the prior mean's by more than 0.1 nat per
-    row (for a bank, the filter of largest weight): its predictions are worse than
-    knowing nothing, an update having overshot where the further passes (``refine``)
-    could not run or recover.
+    row: its predictions are worse than knowing nothing, an update having overshot where
+    the further passes (``refine``) could not run or recover. A bank drops such filters
+    while others remain and says which.
     """

@@ -243,3 +243,20 @@ def test_no_divergence_warning_on_ordinary_or_signal_free_labels():
             for params in (dict(), dict(refine=0, prior_variance=1.0)):
                 BongClassifier(random_state=0, **params).fit(X, labels)
         BongClassifier(family="dlr", random_state=0).fit(X, noise)
+
+
+def test_a_bank_drops_the_filters_whose_fit_is_worse_than_the_prior_mean():
+    # dlr has no further passes; on all of standardised iris the bank's evidence (scored
+    # before each update) favoured σ₀² = 100, whose last updates overshot: the mixture
+    # ended at training log-loss 1.08, about log 3, knowing nothing. Those filters are
+    # dropped, as a filter whose update is invalid is, and the others predict.
+    from sklearn.metrics import log_loss
+
+    X, y = _iris_standardised()
+    with pytest.warns(DivergenceWarning, match=r"\(100, 1\), \(1000, 1\) were dropped"):
+        est = BongClassifier(family="dlr", random_state=0).fit(X, y)
+    grid = est.prior_grid_
+    assert np.all(est.prior_weights_[grid >= 100] == 0)
+    assert np.all(np.isneginf(est.log_evidence_[grid >= 100]))
+    assert est.prior_variance_ < 100
+    assert log_loss(y, est.predict_proba(X)) < 0.5 * np.log(3)
