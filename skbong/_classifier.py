@@ -311,8 +311,9 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         again from the prior and linearises the likelihood at the previous pass's mean,
         one Newton (IRLS) step on the log posterior, until the mean stops moving; a pass
         that would lower the log posterior is not kept, and a one-pass mean below the
-        prior mean's log posterior (an overshoot) is refined from the prior mean. A
-        linear model whose fitted mean stays below it warns (``DivergenceWarning``).
+        prior mean's log posterior (an overshoot) is refined from the prior mean. With
+        ``refine`` > 0 a linear model whose fitted mean stays below it warns
+        (``DivergenceWarning``; a bank drops such filters).
         Where they converge the
         posterior is the Laplace approximation at the mode, which one pass of the
         filter is not. Only for the linear model with the full covariance (the

@@ -651,7 +651,9 @@ class StreamingMixin:
             return
         self.n_refine_passes_ = 0
         passes = self._refine_passes(config)
-        judged = engine.models.is_linear(config.model) and not config.dynamic
+        # judged against the prior mean where fit may do more than one pass (refine=0 is
+        # one pass, the same as partial_fit on these rows)
+        judged = bool(self.refine) and engine.models.is_linear(config.model) and not config.dynamic
         if not passes and not judged:
             return
         w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)

@@ -47,9 +47,9 @@ class DivergenceWarning(UserWarning):
     learning rate too large for a plain-gradient rule. The message names the setting
     most likely to help.
 
-    Raised by ``fit`` of a linear classifier or count model when the fitted mean's log
-    posterior on the rows of the call is below the prior mean's by more than 0.1 nat per
-    row: its predictions are worse than knowing nothing, an update having overshot where
-    the further passes (``refine``) could not run or recover. A bank drops such filters
-    while others remain and says which.
+    Raised by ``fit`` (``refine`` > 0) of a linear classifier or count model when the
+    fitted mean's log posterior on the rows of the call is below the prior mean's by more
+    than 0.1 nat per row: its predictions are worse than knowing nothing, an update having
+    overshot where the further passes (``refine``) could not run or recover. A bank drops
+    such filters while others remain and says which.
     """
