@@ -646,7 +646,11 @@ class StreamingMixin:
         improves, after ``refine`` passes, or at a pass that warns or fails, which is not
         kept (a warning says why). So the result is never a worse mode estimate than one
         pass, and where the passes converge it is the mode with its Laplace-GGN
-        precision. ``n_refine_passes_`` counts the passes that changed the posterior."""
+        precision. A filter whose one pass ended below the prior mean's log posterior
+        takes its first pass linearised at the prior mean instead. With ``refine`` > 0
+        the linear model's result is then judged against the prior mean
+        (:meth:`_judge_against_prior`). ``n_refine_passes_`` counts the passes that
+        changed the posterior."""
         if "refine" not in self._parameter_constraints:  # the regressor: one pass is exact
             return
         self.n_refine_passes_ = 0
