@@ -18,13 +18,15 @@ warm-up, and the ratio to Adam, measured in one run.
 Part 0 (with ``--data-dir``), the defaults: on the UCI regression sets
 (``DATA_DIR/uci/<name>/<name>.npz``, the first ``--splits`` published splits, X and y
 standardised with the training part's statistics) ``VariationalRegressor`` at its
-defaults with one 50-unit layer against one pass of ``BongRegressor`` with the same
-layer and ``MLPRegressor((50,))`` (its noise variance the training residuals' mean
-square), and the linear model against ``BongRegressor()`` and ``BayesianRidge``; on
-digits and breast cancer (70/30, standardised) ``VariationalClassifier`` against one
-pass of ``BongClassifier`` and ``LogisticRegression``. Reported: the mean test
-log-likelihood on the original y scale (nats per row; log-loss for the classifiers),
-RMSE (accuracy), the fit time including compilation, and the epochs run.
+defaults with one 50-unit layer (and at σ₀² = 1, ``s0=1``) against one pass of
+``BongRegressor`` with the same layer and ``MLPRegressor((50,))`` (its noise variance the
+training residuals' mean square), and the linear model against ``BongRegressor()`` and
+``BayesianRidge``; on digits and breast cancer (70/30, standardised)
+``VariationalClassifier`` (linear, and with one 32-unit layer at its defaults and at
+σ₀² = 1) against one pass of ``BongClassifier`` and ``LogisticRegression`` /
+``MLPClassifier((32,))``. Reported: the mean test log-likelihood on the original y scale
+(nats per row; log-loss for the classifiers), RMSE (accuracy), the fit time including
+compilation, and the epochs run.
 
 Usage: ``python benchmarks/bench_variational.py [--quick] [--out FILE]
 [--data-dir DIR [--splits K] [--parts defaults]]``.
@@ -184,6 +186,8 @@ def part0(data_dir, n_splits, out):
     )
     makers = (
         ("Variational (50,)", lambda: VariationalRegressor(hidden_layer_sizes=(50,))),
+        ("Variational (50,) s0=1", lambda: VariationalRegressor(hidden_layer_sizes=(50,),
+                                                                prior_variance=1.0)),
         ("one BONG pass (50,)", lambda: BongRegressor(hidden_layer_sizes=(50,))),
         ("MLPRegressor (50,)", lambda: MLPRegressor(hidden_layer_sizes=(50,), max_iter=2000)),
         ("Variational linear", lambda: VariationalRegressor()),
@@ -211,10 +215,16 @@ def part0(data_dir, n_splits, out):
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
         sc = StandardScaler().fit(Xtr)
         Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+        net = (32,)
         for label, est in (
             ("Variational linear", VariationalClassifier(random_state=0)),
             ("one BONG pass linear", BongClassifier(random_state=0)),
             ("LogisticRegression", LogisticRegression(max_iter=5000)),
+            ("Variational (32,)", VariationalClassifier(hidden_layer_sizes=net, random_state=0)),
+            ("Variational (32,) s0=1", VariationalClassifier(
+                hidden_layer_sizes=net, prior_variance=1.0, random_state=0)),
+            ("one BONG pass (32,)", BongClassifier(hidden_layer_sizes=net, random_state=0)),
+            ("MLPClassifier (32,)", MLPClassifier(net, max_iter=2000, random_state=0)),
         ):
             elapsed = _timed_fit(est, Xtr, ytr)
             loss, acc = score(est, Xte, yte, "clf")

@@ -92,6 +92,13 @@ class Bank:
         priors, drifts = np.asarray(self.priors), np.asarray(self.drifts)
         return np.repeat(priors, len(drifts)), np.tile(drifts, len(priors))
 
+    def describe(self, which):
+        """The filters where the mask ``which`` (K,) is true, as a message names them:
+        ``"(prior variance, drift) (1, 0.99), (10, 1)"``."""
+        priors, drifts = self.grid()
+        pairs = [f"({priors[k]:g}, {drifts[k]:g})" for k in np.flatnonzero(which)]
+        return f"(prior variance, drift) {', '.join(pairs)}"
+
 
 @functools.lru_cache(maxsize=64)
 def _resolved(cls, prior_variance, drift, linear):

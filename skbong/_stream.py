@@ -229,9 +229,8 @@ class StreamingMixin:
             )
         dropped = np.isfinite(self._log_evidence) & ~alive
         if dropped.any():
-            pairs = [f"({priors[k]:g}, {drifts[k]:g})" for k in np.flatnonzero(dropped)]
             warnings.warn(
-                f"{type(self).__name__}: the filter(s) (prior variance, drift) {', '.join(pairs)} "
+                f"{type(self).__name__}: the filter(s) {self._bank_spec().describe(dropped)} "
                 "were dropped from the bank: their updates gave a non-finite or invalid "
                 "posterior on this batch. The others learned every row.",
                 SkippedRowsWarning,
@@ -740,10 +739,8 @@ class StreamingMixin:
                 self._log_evidence = np.where(dropped, -np.inf, self._log_evidence)
                 self._publish(config)
                 if weight >= _MIN_WEIGHT:  # else no prediction used them: nothing changed
-                    priors, drifts = self._bank_spec().grid()
-                    pairs = [f"({priors[k]:g}, {drifts[k]:g})" for k in np.flatnonzero(dropped)]
                     warnings.warn(
-                        f"{name}: the filter(s) (prior variance, drift) {', '.join(pairs)} were "
+                        f"{name}: the filter(s) {self._bank_spec().describe(dropped)} were "
                         "dropped from the bank: their fitted means explain the rows of fit "
                         "worse than the prior mean does (an update overshot). The others "
                         "carry the predictions.",

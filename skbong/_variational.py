@@ -87,8 +87,9 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         :class:`BongRegressor`); the intercepts' prior variance is 100. ``"auto"``: for
         the linear model σ₀² is learned, the ELBO's maximiser after every epoch
         (variational EM, empirical Bayes as in ``BayesianRidge``, within 10⁻³…10³),
-        starting from 1; networks and user models keep σ₀² = 1. ``prior_variance_``
-        is the value in use. With the learned
+        starting from 1; the built-in networks take σ₀² = 10 (the M-step shrinks it
+        with the mean-field variances and under-fits: :ref:`batch-defaults`), user
+        models 1. ``prior_variance_`` is the value in use. With the learned
         noise these are in units of the targets' variance Var(y), fixed when the fit
         starts (θ ~ N(0, Var(y) V₀)), so raw-scale targets work; not in units of the
         noise learned since, which tightens the prior as the fit improves and made a

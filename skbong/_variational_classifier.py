@@ -4,7 +4,6 @@ classification face of :class:`~skbong._variational_base.VariationalBase`; see
 
 from sklearn.base import ClassifierMixin
 
-from . import engine
 from ._classifier import ClassifierFace
 from ._variational_base import VariationalBase
 
@@ -57,11 +56,10 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
     mc_samples : int, default=1
         Samples of q per step.
     prior_variance : float or "auto", default="auto"
-        σ₀² (fan-in scaled for networks). ``"auto"``: learned for the linear model and
-        the built-in networks (the ELBO's maximiser after every epoch, as in
-        :class:`VariationalRegressor`, within 10⁻³…10³, starting from 1), 1 for user
-        models. For a (32,) network the learned prior lowered the held-out log-loss on
-        every set measured (:ref:`batch-defaults`).
+        σ₀² (fan-in scaled for networks). ``"auto"``: learned for the linear model (the
+        ELBO's maximiser after every epoch, as in :class:`VariationalRegressor`, within
+        10⁻³…10³, starting from 1), 10 for the built-in networks, 1 for user models
+        (:ref:`batch-defaults`).
     init_precision : float, default=None
         Precision of the starting q.
     max_iter, batch_size, shuffle, tol, n_iter_no_change, rate_drops : see VariationalRegressor
@@ -113,16 +111,6 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
     >>> clf.predict_proba(X[:1]).shape
     (1, 3)
     """
-
-    def _learns_prior(self):
-        """Whether σ₀² is learned: ``prior_variance="auto"`` with the built-in models,
-        the linear one and the networks (user models keep σ₀² = 1). Held-out log-loss of
-        a (32,) network, standardised inputs, σ₀² = 1 → learned: iris 0.385 → 0.333,
-        wine 0.197 → 0.169, breast cancer 0.140 → 0.110, digits 0.290 → 0.167
-        (:ref:`batch-defaults`; lower on all seven sets measured); with few rows the KL
-        term at σ₀² = 1 held the posterior near the prior. The regressor's networks
-        keep σ₀² = 1."""
-        return self.prior_variance == "auto" and isinstance(self._batch.model, engine.MLP)
 
     def _decode(self, Y):
         idx = Y.argmax(1) if Y.shape[1] > 1 else Y[:, 0].astype(int)

@@ -264,10 +264,16 @@ def test_grid_over_prior_compiles_one_epoch_program(linear_data):
 def test_a_first_fit_compiles_only_its_programs(compiles):
     """The prior is one program, not one per operation of the network's initialiser (13
     eager programs, 0.9 s of a 2.7 s first fit on the 2-core machine), and so is the
-    prior's M-step after each epoch (``prior_variance="auto"``)."""
+    linear model's M-step after each epoch (``prior_variance="auto"``; a network takes
+    none)."""
     X = np.random.default_rng(11).normal(size=(40, 11))  # a width used nowhere else
     y = (X[:, 0] > 0).astype(int)
     VariationalClassifier(hidden_layer_sizes=(3,), max_iter=2, random_state=0).fit(X, y)
+    assert dict(compiles) == {
+        "jit(prior)": 1, "jit(run_epoch)": 1, "jit(posterior_and_kl)": 1,
+    }
+    compiles.clear()
+    VariationalClassifier(max_iter=2, random_state=0).fit(X[:, :9], y)  # nor this one
     assert dict(compiles) == {
         "jit(prior)": 1, "jit(run_epoch)": 1, "jit(posterior_and_kl)": 1,
         "jit(second_moments)": 1,

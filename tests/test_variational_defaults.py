@@ -61,8 +61,8 @@ def test_learned_prior_is_the_m_step_of_the_final_posterior(linear_data):
 
 
 def test_classifier_learns_its_prior_and_a_fixed_one_stays():
-    """The classifier's σ₀² follows the data: separable classes ask for a wide prior,
-    pure noise for a narrow one; a number is used as given."""
+    """The linear classifier's σ₀² follows the data: separable classes ask for a wide
+    prior, pure noise for a narrow one; a number is used as given."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 3))
     separable = (X[:, 0] > 0).astype(int)
@@ -74,30 +74,27 @@ def test_classifier_learns_its_prior_and_a_fixed_one_stays():
     assert fixed.prior_variance_ == 2.0
 
 
-def test_regression_networks_keep_the_unit_prior_under_auto(linear_data):
+@pytest.mark.parametrize("cls", [VariationalRegressor, VariationalClassifier])
+def test_networks_take_the_wide_prior_under_auto_and_keep_it(cls, linear_data):
+    """A built-in network's σ₀² under "auto" is VARIATIONAL_NETWORK_PRIOR_VARIANCE (10),
+    unchanged by the epochs (no M-step: it would shrink the prior with the mean-field variances); the
+    hyperparameters the solver ran with carry it (λ = 1 / (10 vⱼ u)); a number is used
+    as given."""
+    from skbong._variational_base import VARIATIONAL_NETWORK_PRIOR_VARIANCE
+
     X, y = linear_data
-    net = _fit(VariationalRegressor(hidden_layer_sizes=(8,), max_iter=3, random_state=0), X, y)
-    assert net.prior_variance_ == 1.0
+    target = (y > np.median(y)).astype(int) if cls is VariationalClassifier else y
+    net = _fit(cls(hidden_layer_sizes=(8,), max_iter=20, random_state=0), X, target)
+    assert VARIATIONAL_NETWORK_PRIOR_VARIANCE == 10.0
+    assert net.prior_variance_ == 10.0
     assert net.family_ == "diag"
-
-
-def test_classification_networks_learn_their_prior_under_auto(linear_data):
-    """A network classifier's σ₀² under "auto" is the ELBO's M-step at the posterior the
-    fit ends with: the mean over the parameters of (μⱼ² + Σⱼⱼ) / vⱼ, vⱼ the fan-in shape
-    of its prior (1 / n for a weight of fan-in n, 1 for a bias: every parameter of a
-    classifier scales with σ₀²); a fixed number is used as given."""
-    X, y = linear_data
-    labels = (y > np.median(y)).astype(int)
-    net = _fit(VariationalClassifier(hidden_layer_sizes=(8,), max_iter=20, dtype="float64",
-                                     random_state=0), X, labels)
-    shape = net._batch.model.prior_variances(1.0, 1.0)
-    assert shape.min() < shape.max() == 1.0  # fan-in scaled weights, unit biases
-    second = net.posterior_mean_**2 + net.posterior_var_
-    np.testing.assert_allclose(net.prior_variance_, np.mean(second / shape), rtol=1e-10)
-    assert net.prior_variance_ != 1.0
-    fixed = _fit(VariationalClassifier(hidden_layer_sizes=(8,), prior_variance=1.0, max_iter=3,
-                                       random_state=0), X, labels)
-    assert fixed.prior_variance_ == 1.0
+    fixed = _fit(cls(hidden_layer_sizes=(8,), prior_variance=10.0, max_iter=20,
+                     random_state=0), X, target)
+    np.testing.assert_array_equal(net.posterior_mean_, fixed.posterior_mean_)
+    unit = _fit(cls(hidden_layer_sizes=(8,), prior_variance=1.0, max_iter=20,
+                    random_state=0), X, target)
+    assert unit.prior_variance_ == 1.0
+    assert not np.allclose(net.posterior_var_, unit.posterior_var_)
 
 
 @pytest.mark.parametrize(
