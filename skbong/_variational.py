@@ -106,11 +106,11 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         samples (variational EM); the prior is in units of Var(y). A float fixes it and
         the prior is absolute (the papers' setting: they tune the noise by
         cross-validation).
-    max_iter : int, default=500
+    max_iter : int, default=1000
         Most epochs of ``fit``. A fit that reaches it before its stopping rule (``tol``,
         ``n_iter_no_change``, ``rate_drops``) is met warns (``ConvergenceWarning``); on
-        the UCI regression sets the default network stopped by the rule after 100–300
-        epochs (see :ref:`batch-defaults`).
+        the UCI regression sets the default (50,) network stopped by the rule after
+        129–761 epochs (see :ref:`batch-defaults`).
     batch_size : int, default=32
         M, rows per mini-batch.
     shuffle : bool, default=True
@@ -237,7 +237,7 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         prior_variance="auto",
         init_precision=None,
         obs_variance="auto",
-        max_iter=500,
+        max_iter=1000,
         batch_size=32,
         shuffle=True,
         tol=1e-4,

@@ -126,7 +126,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         mc_samples=1,
         prior_variance="auto",
         init_precision=None,
-        max_iter=500,
+        max_iter=1000,
         batch_size=32,
         shuffle=True,
         tol=1e-4,

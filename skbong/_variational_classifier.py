@@ -63,7 +63,7 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
     init_precision : float, default=None
         Precision of the starting q.
     max_iter, batch_size, shuffle, tol, n_iter_no_change, rate_drops : see VariationalRegressor
-        The epoch loop and its stopping rule (defaults 500, 32, True, 1e-4, 20, 1).
+        The epoch loop and its stopping rule (defaults 1000, 32, True, 1e-4, 20, 1).
     early_stopping, validation_fraction, warm_start : see VariationalRegressor
         Stopping on held-out accuracy, and continuing a fit.
     predictive : {"plugin", "linmc", "mc"}, default="linmc"
