@@ -13,7 +13,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from . import _calibration, _inputs, engine
+from . import _calibration, _conjugate, _inputs, engine
 from ._bank import _MIN_WEIGHT, evidence_discount, evidence_path
 from ._guard import _check_not_forked
 from .exceptions import DivergenceWarning, NonFiniteUpdateError, SkippedRowsWarning
@@ -154,15 +154,33 @@ class StreamingMixin:
         filter is proportional to exp of its cumulative log predictive density of the
         rows (the online evidence; the marginal likelihood in the conjugate case),
         discounted per row for networks (:func:`~skbong._bank.evidence_discount`).
+
+        Where every filter is the exact conjugate posterior (:meth:`_conjugate_bank`) the
+        K filters are computed in closed form from the rows' shared statistics
+        (:mod:`skbong._conjugate`), and one filter, the reference (the live filter of
+        highest evidence, the widest prior among equals), streams the rows for what needs
+        them one at a time: the absurd rows it refuses, the updates it rejects and the
+        one-step-ahead predictions that diagnose divergence.
         """
         size, n_rows = int(self.batch_size), X.shape[0]
+        conjugate = self._conjugate_bank(config, X, w)
+        live = np.isfinite(self._log_evidence)
+        state, run_noise, run_hyper = self._state, noise, hyper
+        if conjugate:  # the reference filter alone, as a filter outside a bank
+            k = self._bank_reference(live)
+            state = tuple(a[k] for a in self._state)
+            run_noise = None if noise is None else tuple(a[k] for a in noise)
+            if np.ndim(hyper.prior_var) == 2:
+                run_hyper = hyper._replace(prior_var=hyper.prior_var[k])
+        judged = np.ones(1, bool) if conjugate else live  # the filters the rows are judged by
+
         def run(w):
             with self._x64():
-                return engine.stream(
+                out = engine.stream(
                     config,
-                    self._engine_state(self._state, noise),
+                    self._engine_state(state, run_noise),
                     self._prior_mean,
-                    hyper,
+                    run_hyper,
                     X,
                     Y,
                     w,
@@ -170,14 +188,18 @@ class StreamingMixin:
                     self._n_steps,
                     self._key(1),
                     callback=self._progress(n_rows),
-                    bank=True,
+                    bank=not conjugate,
                 )
+            if conjugate:  # as a bank of one: its filter on a leading axis
+                new, log_lik, z, ok = out
+                return new, log_lik[None], np.asarray(z)[None], ok[None]
+            return out
 
         new, log_lik, z, ok = run(w)
         # a row absurd under every filter still in the bank is refused for all of them: with
         # on_error="skip" the call is run again with its weight 0 (it teaches nothing). A
         # filter that alone finds a row absurd refuses it, and is dropped below
-        far = np.isneginf(log_lik[np.isfinite(self._log_evidence)]).all(axis=0)
+        far = np.isneginf(log_lik[judged]).all(axis=0)
         n_absurd = int(np.count_nonzero(far))
         if n_absurd:
             if self.on_error == "raise":
@@ -190,8 +212,7 @@ class StreamingMixin:
         # the same rows and their evidences stay comparable
         refused = np.zeros(n_rows, bool)
         if self.on_error == "skip":
-            live = np.isfinite(self._log_evidence)
-            refused = np.repeat(~ok[live].all(axis=0), size)[:n_rows] & (w > 0)
+            refused = np.repeat(~ok[judged].all(axis=0), size)[:n_rows] & (w > 0)
         if refused.any():
             warnings.warn(
                 f"{type(self).__name__} skipped {refused.sum()} of {n_rows} rows "
@@ -203,17 +224,28 @@ class StreamingMixin:
             )
             w = np.where(refused, 0, w).astype(w.dtype)
             new, log_lik, z, ok = run(w)
-        new_state, new_noise = new if config.learn_noise else (new, None)
-        new_state = tuple(np.asarray(a) for a in new_state)
-        new_noise = None if new_noise is None else tuple(np.asarray(a) for a in new_noise)
-        alive = np.isfinite(self._log_evidence)
+        if conjugate:
+            rows = w > 0
+            H = _conjugate.design(X[rows], config.model.fit_intercept)
+            exact = _conjugate.update(
+                self._state[0], self._state[1], noise, H, Y[rows, 0], obs_var
+            )
+            dt = self._state[0].dtype
+            new_state = (exact.mean.astype(dt), exact.cov.astype(dt))
+            new_noise = None if noise is None else tuple(a.astype(dt) for a in exact.noise)
+            accepted = exact.ok & ok[0].all()
+        else:
+            new_state, new_noise = new if config.learn_noise else (new, None)
+            new_state = tuple(np.asarray(a) for a in new_state)
+            new_noise = None if new_noise is None else tuple(np.asarray(a) for a in new_noise)
+            accepted = ok.all(axis=1)
+        alive = live.copy()
         for k in np.flatnonzero(alive):
             state_k = tuple(a[k] for a in new_state)
-            alive[k] = bool(ok[k].all()) and _is_sound(config.impl.family, state_k)
+            alive[k] = bool(accepted[k]) and _is_sound(config.impl.family, state_k)
         priors, drifts = self._bank_spec().grid()
         if not alive.any():
-            live = np.isfinite(self._log_evidence)
-            steps = [np.flatnonzero(~ok[k]) for k in np.flatnonzero(live)]
+            steps = [np.flatnonzero(~ok[k]) for k in np.flatnonzero(judged)]
             firsts = [int(b[0]) * size for b in steps if b.size]
             where = ""
             if firsts:
@@ -227,7 +259,7 @@ class StreamingMixin:
                 f"(family={config.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); "
                 f"nothing from this call was applied. {self._diagnosis(config, X)}"
             )
-        dropped = np.isfinite(self._log_evidence) & ~alive
+        dropped = live & ~alive
         if dropped.any():
             warnings.warn(
                 f"{type(self).__name__}: the filter(s) {self._bank_spec().describe(dropped)} "
@@ -236,20 +268,24 @@ class StreamingMixin:
                 SkippedRowsWarning,
                 stacklevel=4,
             )
-        weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
-        path = evidence_path(np.where(alive, self._log_evidence, -np.inf), weighted,
-                             evidence_discount(config.model))
-        pit = None
-        if config.pit is not None:  # the mixture's PIT: each row under the weights before it
-            pits = np.stack([
-                self._pits(config, z[k], None if noise is None else (noise[0][k],), w, ok[k])
-                for k in range(len(z))
-            ])
-            pit = _calibration.mixture_pit(pits, path[:, :-1])
+        pit = path = None
+        if conjugate:
+            evidence = np.where(alive, self._log_evidence + exact.log_evidence, -np.inf)
+        else:
+            weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
+            path = evidence_path(np.where(alive, self._log_evidence, -np.inf), weighted,
+                                 evidence_discount(config.model))
+            evidence = path[:, -1]
+            if config.pit is not None:  # the mixture's PIT: each row under the weights before it
+                pits = np.stack([
+                    self._pits(config, z[k], None if noise is None else (noise[0][k],), w, ok[k])
+                    for k in range(len(z))
+                ])
+                pit = _calibration.mixture_pit(pits, path[:, :-1])
         # commit: nothing above changed the estimator (the filters left learned every row
         # not skipped)
         self._record_calibration(config, pit, raw, Y, w, ~(far | refused))
-        self._log_evidence = path[:, -1]
+        self._log_evidence = evidence
         self._state, self._noise = new_state, new_noise
         self._obs_var = np.asarray(obs_var, np.float64)
         self._n_steps += -(-n_rows // size)
@@ -261,11 +297,54 @@ class StreamingMixin:
         if n_bad:
             self._check_skipped(config, raw[kept], Y[kept], n_bad, n_rows)
         if config.pit is None and config.impl.likelihood.additive_noise:
-            # the mixture's one-step-ahead predictions: each row under the weights before it
-            before = path[:, :-1] - np.max(path[:, :-1], axis=0)
-            mix = np.exp(before) / np.exp(before).sum(axis=0)
-            f = np.einsum("kn,knc->nc", mix, np.asarray(z, np.float64).reshape(len(z), n_rows, -1))
+            # one-step-ahead predictions: the reference filter's, or the mixture's, each
+            # row under the weights before it
+            zs = np.asarray(z, np.float64).reshape(len(z), n_rows, -1)
+            if conjugate:
+                f = zs[0]
+            else:
+                before = path[:, :-1] - np.max(path[:, :-1], axis=0)
+                mix = np.exp(before) / np.exp(before).sum(axis=0)
+                f = np.einsum("kn,knc->nc", mix, zs)
             self._warn_if_diverging(config, X, Y, f, w * kept)
+
+    def _conjugate_bank(self, config, X, w):
+        """Whether the bank's filters are exact conjugate posteriors that
+        :mod:`skbong._conjugate` computes in closed form, and cheaper so: the linear model
+        with one output, Gaussian noise (fixed, or learned with the conjugate coupled
+        update), no prequential calibration (its PITs are per row), an exact family
+        (``full``), ``rule="bong"`` with ``hessian="lin_hess"``,
+        no drift, one row per step in float64, unit weights (a weight w scores one
+        prediction w times, which no marginal likelihood does), and more than 2P rows (a
+        closed form costs P³ per filter, a stream P² per row)."""
+        lik = config.impl.likelihood
+        n_params = self._state[0].shape[-1]
+        return bool(
+            engine.models.is_linear(config.model)
+            and config.model.n_outputs == 1
+            and lik.additive_noise
+            and lik.obs_dof == float("inf")
+            and config.pit is None
+            and config.impl.family.exact_update
+            and self.rule == "bong"
+            and self.hessian == "lin_hess"
+            and not config.dynamic
+            and all(d == 1.0 for d in self._bank_spec().drifts)
+            and (not config.learn_noise or (config.noise_discount == 1.0 and config.noise_coupled))
+            and self._dtype_name() == "float64"
+            and int(self.batch_size) == 1
+            and getattr(self, "_lin_point", None) is None
+            and X.shape[0] > 2 * n_params
+            and np.all((w == 0) | (w == 1))
+        )
+
+    def _bank_reference(self, live):
+        """The index of the filter that streams the rows of a closed-form bank: the live
+        filter of highest evidence, the widest prior among equals (on a fresh bank the
+        one whose predictive is the most lenient with a row)."""
+        priors = self._bank_spec().grid()[0]
+        order = np.lexsort((priors, np.where(live, self._log_evidence, -np.inf)))
+        return int(order[-1])
 
     def _check_skipped(self, config, X, Y, n_bad, n_rows):
         """Raise :class:`~skbong.exceptions.NonFiniteUpdateError` for a committed call that

@@ -24,13 +24,15 @@ What is tested, and why the tolerances are what they are:
   were given would show.
 * **One uninterrupted ``fit``** over all rows versus the checkpointed stream of
   ``partial_fit`` calls: different call boundaries run the steps in programs with other
-  loop lengths (step buffers), which XLA may fuse differently. In float64 the engine
-  guarantees any chunking equals ``fit`` bitwise (test_estimators), so we assert it. In
-  float32 we allow the rounding of a different contraction order: each step rounds
-  inner products of length ≤ P + 1, a relative error ≤ (P + 1) u per step (u = 2⁻²⁴) in
-  each of the two runs, and the conjugate update (full, bong, lin_hess) does not amplify
-  earlier errors, so after n steps the two may differ by 2 n (P + 1) u relative to the
-  largest entry.
+  loop lengths (step buffers), which XLA may fuse differently. In float32 we allow the
+  rounding of a different contraction order: each step rounds inner products of length
+  ≤ P + 1, a relative error ≤ (P + 1) u per step (u = 2⁻²⁴) in each of the two runs, and
+  the conjugate update (full, bong, lin_hess) does not amplify earlier errors, so after n
+  steps the two may differ by 2 n (P + 1) u relative to the largest entry. In float64
+  ``fit``'s 40 rows take the linear prior bank's closed form (``skbong._conjugate``, a
+  call of more than 2P rows) while the calls of 8 stream: both backward stable, they
+  may differ by about κ n P u (κ the covariance's condition number, u = 2⁻⁵³); 100
+  times that is allowed.
 * **An interrupted call**: a KeyboardInterrupt raised while ``partial_fit`` runs (from
   the progress callback, after the stream and before the commit) leaves the estimator
   bitwise as before the call, and sending the same rows again gives the uninterrupted
@@ -229,13 +231,18 @@ def test_checkpointed_stream_equals_one_fit(dtype):
         _call(est, i)
     resumed = _resume(pickle.loads(pickle.dumps(est)))
     whole = _result(_make("reg", "full-bong-lin_hess", dtype).fit(X, Y_REG))
-    if dtype == "float64":
-        _assert_same(resumed, whole)
-        return
     p = whole["mean"].shape[0]
-    u = np.finfo(np.float32).eps / 2
+    for k in ("n_observations", "n_skipped"):
+        assert resumed[k] == whole[k], k
+    if dtype == "float64":
+        # fit's 40 rows (more than 2P) take the prior bank's closed form, the calls of 8
+        # rows stream: the same conjugate posterior, rounded in another order
+        kappa = max(np.linalg.cond(c) for c in whole["state1"])
+        factor = 100 * kappa * N * p * np.finfo(np.float64).eps / 2
+    else:
+        factor = 2 * N * (p + 1) * np.finfo(np.float32).eps / 2
     for k in ("mean", "var", "state1", "predict", "std"):
-        tol = 2 * N * (p + 1) * u * np.abs(whole[k]).max()
+        tol = factor * np.abs(whole[k]).max()
         assert np.abs(resumed[k] - whole[k]).max() <= tol, k
 
 

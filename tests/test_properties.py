@@ -8,7 +8,9 @@ is reproducible:
 * **Batch splits and sample weights**: any split of the rows into ``partial_fit`` calls
   (split points at multiples of ``batch_size`` in {1, 2}, so each call holds whole
   mini-batches), with random non-negative weights, equals one ``fit`` bitwise in float64
-  (full and dlr, deterministic rules: the same operations in the same order). A call
+  (full and dlr, deterministic rules: the same operations in the same order; the linear
+  prior bank's closed form, which rounds in another order, is off here and has its own
+  property in tests/test_conjugate_bank.py). A call
   whose weights are all zero is refused with a ValueError and changes nothing; since
   zero-weight steps leave a deterministic learner untouched, the result still equals the
   one ``fit``.
@@ -39,6 +41,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skbong import BongClassifier, BongRegressor
+from skbong._stream import StreamingMixin
 
 SETTINGS = settings(
     max_examples=25,
@@ -90,7 +93,11 @@ def split_streams(draw):
 @pytest.mark.parametrize("family", list(DETERMINISTIC))
 @SETTINGS
 @given(stream=split_streams())
-def test_any_split_and_weights_equal_one_fit(family, stream):
+def test_any_split_and_weights_equal_one_fit(family, stream, monkeypatch):
+    """Bitwise for the stream: the prior bank's closed form (a call of more than 2P rows,
+    ``skbong._conjugate``) rounds in another order and is checked to rounding by
+    tests/test_conjugate_bank.py, so it is switched off here."""
+    monkeypatch.setattr(StreamingMixin, "_conjugate_bank", lambda self, config, X, w: False)
     batch, n, cuts, weights, seed = stream
     X, y = _rows(seed, n)
     w = None if weights is None else np.asarray(weights)
