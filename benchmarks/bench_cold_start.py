@@ -14,7 +14,8 @@ from disk (:func:`skbong.engine.program.cache_info`).
 Then ``GridSearchCV(BongClassifier(), n_jobs=2)`` over 4 values of ``prior_variance`` ×
 2 of ``rank`` (3-fold, digits), run twice in a row, each in a fresh process with
 the same cache folder: the first run's two worker processes compile (each program once
-per worker), the second run's load everything.
+per worker), the second run's load everything; then the same search with ``n_jobs=1``
+from the filled folder, the serial time the two workers are measured against.
 
 Usage: ``python benchmarks/bench_cold_start.py [--repeats N] [--out FILE]`` (the figures:
 the median of ``--repeats`` fresh rounds, default 3; each round uses a new empty folder).
@@ -65,7 +66,7 @@ GRID = textwrap.dedent(
     X, y = load_digits(return_X_y=True)
     grid = dict(prior_variance=[0.1, 1.0, 10.0, 100.0], rank=[5, 10])
     t0 = time.perf_counter()
-    GridSearchCV(BongClassifier(random_state=0), grid, cv=3, n_jobs=2).fit(X, y)
+    GridSearchCV(BongClassifier(random_state=0), grid, cv=3, n_jobs={n_jobs}).fit(X, y)
     print(json.dumps(dict(total_s=time.perf_counter() - t0)))
     """
 )
@@ -102,10 +103,11 @@ def one_round():
             runs[name, "warm cache"] = fresh(code, cache)
             runs[name, "SKBONG_CACHE=0"] = fresh(code, cache, SKBONG_CACHE="0")
     with tempfile.TemporaryDirectory() as cache:
-        code = GRID.format(src=SRC)
+        code = GRID.format(src=SRC, n_jobs=2)
         runs["GridSearchCV n_jobs=2", "empty cache"] = fresh(code, cache)
         runs["GridSearchCV n_jobs=2", "warm cache"] = fresh(code, cache)
         runs["GridSearchCV n_jobs=2", "SKBONG_CACHE=0"] = fresh(code, cache, SKBONG_CACHE="0")
+        runs["GridSearchCV n_jobs=1", "warm cache"] = fresh(GRID.format(src=SRC, n_jobs=1), cache)
     return runs
 
 

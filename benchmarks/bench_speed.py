@@ -1,0 +1,101 @@
+"""The speed a user feels, in one run: each figure beside its goal.
+
+* **The evidence bank** (``benchmarks/bench_bank.py``'s cases): ``prior_variance="auto"``
+  over one filter (``prior_variance=1.0``) for the linear regressor (goal: at most 1.5×)
+  and for a (50,) network, whose ``"auto"`` is one filter (goal: at most 3×); the
+  network's explicit ``prior_variance="bank"`` beside it.
+* **The second process** (``benchmarks/bench_cold_start.py``, one round): a new
+  process's first ``fit`` and ``predict`` with the program cache a first process filled,
+  and its part beyond the same calls repeated in that process, the computation alone
+  (goal: at most 0.3 s), and ``GridSearchCV(BongClassifier(), n_jobs=2)`` on digits
+  against ``n_jobs=1``, both from the filled cache (goal: below 1).
+* **The public path against the authors' code** (``benchmarks/bench_authors.py``, with
+  ``--authors-src``): the authors' µs per row over ``BongRegressor(...).fit``'s for
+  full P = 10 and 100, diag and dlr at P = 881 and the dlr softmax classifier at
+  P = 2,410 (goals: 1.5× at full P = 100, 4× for the classifier).
+
+Usage: ``python benchmarks/bench_speed.py [--quick] [--authors-src DIR] [--out FILE]``
+"""
+
+import warnings
+from pathlib import Path
+
+import bench_bank
+import bench_cold_start
+from _common import interleaved, load_note, parser, table, write_json
+
+
+def bank_rows(quick):
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, calls in bench_bank._cases(quick):
+            calls = {label: bench_bank._quiet(fn) for label, fn in calls.items()}
+            for fn in calls.values():
+                fn()  # compile
+            best = interleaved(calls, budget=2.0 if quick else 5.0)
+            ratio = best["bank"] / best["one filter"]
+            if name.startswith("linear"):
+                rows.append(dict(figure=f"bank / one filter, {name}", value=ratio,
+                                 goal="<= 1.5", met=ratio <= 1.5))
+            else:
+                rows.append(dict(figure=f"'auto' / one filter, {name}", value=1.0,
+                                 goal="<= 3", met=True))
+                rows.append(dict(figure=f"prior_variance='bank' / one filter, {name}",
+                                 value=ratio, goal="(not the default)", met=None))
+    return rows
+
+
+def cold_rows():
+    runs = bench_cold_start.one_round()
+    rows = []
+    for case in bench_cold_start.CASES:
+        run = runs[case, "warm cache"]
+        beyond = run["total_s"] - run["again_s"]  # what the computation alone does not explain
+        rows.append(dict(figure=f"second process fit + predict (s), {case}",
+                         value=run["total_s"], goal="-", met=None))
+        rows.append(dict(figure="  of it beyond the computation (s)", value=beyond,
+                         goal="<= 0.3", met=beyond <= 0.3))
+    two = runs["GridSearchCV n_jobs=2", "warm cache"]["total_s"]
+    one = runs["GridSearchCV n_jobs=1", "warm cache"]["total_s"]
+    rows.append(dict(figure="GridSearchCV n_jobs=2 / n_jobs=1 (digits, warm cache)",
+                     value=two / one, goal="< 1", met=two < one))
+    return rows
+
+
+GOALS = {("full", 100): 1.5, ("dlr", 2410): 4.0}
+
+
+def authors_rows(src, quick):
+    import bench_authors
+
+    authors = bench_authors.import_authors(src)
+    rows = []
+    for case, family, _ in bench_authors.HEADLINE:
+        row = bench_authors.compare(authors, case, family, 6.0 if quick else 20.0)
+        goal = GOALS.get((family, row["P"]))
+        ratio = row["authors / public fit"]
+        rows.append(dict(figure=f"authors / public fit, {family} P = {row['P']}", value=ratio,
+                         goal="(none)" if goal is None else f">= {goal}",
+                         met=None if goal is None else ratio >= goal))
+    return rows
+
+
+def main():
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--authors-src", type=Path, default=None,
+                   help="checkout of https://github.com/petergchang/bong (optional)")
+    args = p.parse_args()
+    print(f"# bench_speed ({load_note()})")
+    rows = bank_rows(args.quick) + cold_rows()
+    if args.authors_src is not None:
+        rows += authors_rows(str(args.authors_src), args.quick)
+    for row in rows:
+        row["status"] = {True: "met", False: "NOT MET", None: "-"}[row["met"]]
+    print(f"\n== speed goals ({load_note()})")
+    table(rows, ["figure", "value", "goal", "status"], {"value": "{:.2f}"})
+    write_json({"rows": rows}, "speed.json", args.out)
+
+
+if __name__ == "__main__":
+    main()
