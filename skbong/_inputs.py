@@ -44,6 +44,11 @@ def standardisation(model, X, sample_weight, intercept=True):
     used as given (:func:`_dominated`), and does not count towards the test."""
     if not isinstance(model, engine.MLP):
         return None
+    if sample_weight is None and X.shape[0] >= 2:
+        # the common case first, without copies: columns on the prior's scale
+        square = np.einsum("ij,ij->j", X, X, dtype=np.float64) / X.shape[0]
+        if np.all(square <= INPUT_RMS_MAX**2 * (1 - 1e-12)):
+            return None
     w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, np.float64)
     rows = w > 0
     if np.count_nonzero(rows) < 2:
