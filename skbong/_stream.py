@@ -328,8 +328,7 @@ class StreamingMixin:
             and config.impl.family.exact_update
             and self.rule == "bong"
             and self.hessian == "lin_hess"
-            and not config.dynamic
-            and all(d == 1.0 for d in self._bank_spec().drifts)
+            and not config.dynamic  # no drift (drift="auto" included) nor process noise
             and (not config.learn_noise or (config.noise_discount == 1.0 and config.noise_coupled))
             and self._dtype_name() == "float64"
             and int(self.batch_size) == 1
