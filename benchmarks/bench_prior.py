@@ -20,7 +20,13 @@ better), mean Poisson deviance (counts). fit_s: wall seconds of a second fit (co
 ``--families`` adds the classifier at the default prior with ``family="full"`` and
 ``"diag"`` (its default is ``"dlr"``).
 
-Usage: ``python benchmarks/bench_prior.py [--data-dir DIR] [--families]``
+``--grid`` adds, under each classification set, the held-out log-loss of one filter at
+each σ₀² of the bank's grid (``prior_variance=v`` for v in ``PRIOR_GRID``), the value the
+bank weighs most (its evidence, the cumulative one-step-ahead log predictive density),
+and the value the held-out rows would have chosen: where the two differ, the evidence and
+the test set disagree, and the bank cannot do better than its own evidence.
+
+Usage: ``python benchmarks/bench_prior.py [--data-dir DIR] [--families] [--grid]``
 """
 
 import argparse
@@ -36,6 +42,7 @@ from sklearn.model_selection import KFold, train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
+from skbong._bank import PRIOR_GRID
 
 UCI = ("bostonHousing", "concrete", "energy", "kin8nm", "power-plant", "wine-quality-red", "yacht")
 
@@ -100,11 +107,26 @@ def row(name, metric, values, times, better):
           f"{times[1] / times[0]:6.2f} {times[1]:7.3f}")
 
 
+def grid_row(bank, X, Xt, y, yt):
+    """The held-out log-loss of one filter at each σ₀² of the grid, the bank's choice
+    (largest posterior weight) and the held-out rows' choice."""
+    losses = []
+    for v in PRIOR_GRID:
+        est = BongClassifier(prior_variance=float(v), random_state=0).fit(X, y)
+        losses.append(log_loss(yt, est.predict_proba(Xt), labels=est.classes_))
+    cells = " ".join(f"{v:g}:{loss:.4f}" for v, loss in zip(PRIOR_GRID, losses))
+    best = PRIOR_GRID[int(np.argmin(losses))]
+    print(f"{'':42s} grid      {cells}  evidence picks {bank.prior_variance_:g}, "
+          f"held-out rows {best:g}")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--data-dir", default=None)
     p.add_argument("--families", action="store_true",
                    help="also the classifier's default with family='full' and 'diag'")
+    p.add_argument("--grid", action="store_true",
+                   help="also the held-out log-loss at each σ₀² of the bank's grid")
     args = p.parse_args()
     warnings.simplefilter("ignore")
     print(f"{'data':42s} {'metric':9s} {'σ₀²=1':>9s} {'auto':>9s} {'baseline':>9s} "
@@ -140,6 +162,8 @@ def main():
                 t = timed_fit(est, X, y)
                 print(f"{'':42s} {family:9s} {log_loss(yt, est.predict_proba(Xt), labels=est.classes_):9.4f}"
                       f" (fit {t:.3f} s)")
+        if args.grid:
+            grid_row(fits[1], X, Xt, y, yt)
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(3000, 5))

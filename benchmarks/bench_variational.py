@@ -28,8 +28,15 @@ training residuals' mean square), and the linear model against ``BongRegressor()
 (nats per row; log-loss for the classifiers), RMSE (accuracy), the fit time including
 compilation, and the epochs run.
 
+Part 3 (``--parts knobs`` with ``--data-dir``), the settings: on the UCI sets of
+``--knob-sets`` (the first ``--splits`` splits, standardised as in part 0)
+``VariationalRegressor((50,))`` at its defaults and with one setting changed at a time
+(σ₀², early stopping, the solver, Monte Carlo samples, epochs, the predictive, batch
+size, learning and precision rates, curvature), beside one pass of ``BongRegressor((50,))``:
+whether any setting of the batch fit reaches the one pass's test log-likelihood.
+
 Usage: ``python benchmarks/bench_variational.py [--quick] [--out FILE]
-[--data-dir DIR [--splits K] [--parts defaults]]``.
+[--data-dir DIR [--splits K] [--parts defaults,knobs] [--knob-sets NAMES]]``.
 """
 
 import sys
@@ -238,6 +245,36 @@ def part0(data_dir, n_splits, out):
     return rows
 
 
+KNOBS = (
+    {}, {"prior_variance": 1.0}, {"prior_variance": 100.0}, {"early_stopping": True},
+    {"solver": "ivon"}, {"solver": "slang", "rank": 5}, {"solver": "vadam"},
+    {"mc_samples": 8}, {"max_iter": 30}, {"predictive": "mc"}, {"batch_size": 8},
+    {"batch_size": 128}, {"learning_rate": 0.03}, {"learning_rate": 0.003, "max_iter": 3000},
+    {"precision_rate": 0.001}, {"curvature": "ggn"},
+)
+"""Part 3's settings of ``VariationalRegressor((50,))``, one change at a time ({} the
+defaults)."""
+
+
+def part3(data_dir, names, n_splits, out):
+    """Each setting of :data:`KNOBS` against one BONG pass, per split."""
+    rows = []
+    out(f"{'data':17s} {'split':>5s} {'estimator':52s} {'LL':>8s} {'RMSE':>8s} {'epochs':>6s}")
+    for name in names:
+        for i in range(n_splits):
+            split = uci_split(data_dir, name, i)
+            makers = [("one BONG pass (50,)", BongRegressor(hidden_layer_sizes=(50,)))]
+            makers += [(f"Variational (50,) {knob or 'defaults'}",
+                        VariationalRegressor(hidden_layer_sizes=(50,), **knob)) for knob in KNOBS]
+            for label, est in makers:
+                est.set_params(random_state=0)
+                ll, rmse, _ = regression_scores(est, *split)
+                epochs_run = getattr(est, "n_iter_", "")
+                rows.append((name, i, label, ll, rmse, epochs_run))
+                out(f"{name:17s} {i:5d} {label:52s} {ll:8.3f} {rmse:8.3f} {epochs_run!s:>6s}")
+    return rows
+
+
 def _adam_epoch(model, likelihood):
     from skbong.engine.config import Config
     from skbong.engine.curvature import batch_log_lik
@@ -325,6 +362,7 @@ def main():
     p.add_argument("--data-dir", type=Path, default=None, help="folder holding uci/")
     p.add_argument("--splits", type=int, default=3, help="UCI splits per set (part 0)")
     p.add_argument("--parts", default="defaults,solvers,speed", help="parts to run")
+    p.add_argument("--knob-sets", default="wine-quality-red", help="UCI sets of part 3")
     args = p.parse_args()
     parts = set(args.parts.split(","))
     tee = Tee(sys.stdout)
@@ -335,6 +373,9 @@ def main():
     result = {}
     if "defaults" in parts and args.data_dir is not None:
         result["part0"] = part0(args.data_dir, 2 if args.quick else args.splits, out)
+        out("")
+    if "knobs" in parts and args.data_dir is not None:
+        result["part3"] = part3(args.data_dir, args.knob_sets.split(","), args.splits, out)
         out("")
     if "solvers" in parts:
         stages = (5, 20) if args.quick else (5, 20, 200)

@@ -53,3 +53,17 @@ class DivergenceWarning(UserWarning):
     overshot where the further passes (``refine``) could not run or recover. A bank drops
     such filters while others remain and says which.
     """
+
+
+class OutliersWarning(UserWarning):
+    """``fit`` / ``partial_fit`` of a Gaussian-noise regressor learned rows that lie far
+    out under the one-step-ahead predictive: gross outliers in y.
+
+    Raised when, in a call of at least 20 rows, at least 5 rows and 0.5 % of the rows each
+    have a log predictive density more than 18 nats below the call's median row (about
+    6 predictive standard deviations out, for a Gaussian; clean data give none to two).
+    A Gaussian likelihood gives such rows a pull that grows with their distance, so a
+    few of them move the mean and inflate the noise. The rows were learned; the message
+    names them. ``likelihood="student_t"`` learns as if they were not there.
+    """
+

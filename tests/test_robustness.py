@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 import pytest
 
-from skbong import BongRegressor, NonFiniteUpdateError, SkippedRowsWarning
+from skbong import BongRegressor, NonFiniteUpdateError, OutliersWarning, SkippedRowsWarning
 from skbong import engine as E
 
 RNG = np.random.default_rng(0)
@@ -161,3 +161,58 @@ def test_skip_that_leaves_non_finite_predictions_is_refused_whole():
     assert jax.default_backend() != "cpu", "accepted on the CPU, where it was refused"
     mean, std = skip.predict(X_NEW * 1e30, return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(np.isfinite(std))
+
+
+# ----------------------------------------------------------------- gross outliers in y
+def _outlier_rows(seed=0, n=2000, fraction=0.05, spread=(20.0, 50.0)):
+    """A linear set with ``fraction`` of the targets moved by ±(20–50) noise s.d.; the
+    indices of the moved rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 8))
+    y = X @ rng.normal(size=8) + 1.0 + 0.5 * rng.normal(size=n)
+    hit = np.sort(rng.choice(n, int(fraction * n), replace=False))
+    y[hit] += rng.choice([-1.0, 1.0], hit.size) * rng.uniform(*spread, hit.size) * 0.5
+    return X, y, hit
+
+
+def _outlier_warnings(est, X, y):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    return [str(w.message) for w in caught if issubclass(w.category, OutliersWarning)]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"prior_variance": 1.0}, {"drift": "auto"}, {"hidden_layer_sizes": (16,)}],
+    ids=["closed-form bank", "one filter", "streamed bank", "network"],
+)
+def test_gross_outliers_warn_and_name_their_rows(params):
+    X, y, hit = _outlier_rows()
+    messages = _outlier_warnings(BongRegressor(random_state=0, **params), X, y)
+    assert len(messages) == 1
+    listed = messages[0].split("rows ")[-1].split(")")[0].replace(", ...", "")
+    named = np.array([int(r) for r in listed.split(", ")])
+    assert np.isin(named, hit).all()  # every row named is one that was moved
+    assert "likelihood='student_t'" in messages[0]
+
+
+@pytest.mark.parametrize("hidden", [(), (16,)])
+def test_clean_targets_do_not_warn_of_outliers(hidden):
+    from sklearn.datasets import load_diabetes
+
+    X, y, _ = _outlier_rows(fraction=0.0)
+    assert _outlier_warnings(BongRegressor(hidden_layer_sizes=hidden, random_state=0), X, y) == []
+    X, y = load_diabetes(return_X_y=True)  # raw y on a scale of 10², skewed
+    assert _outlier_warnings(BongRegressor(hidden_layer_sizes=hidden, random_state=0), X, y) == []
+
+
+def test_student_t_likelihood_does_not_warn_of_outliers():
+    X, y, _ = _outlier_rows()
+    assert _outlier_warnings(BongRegressor(likelihood="student_t", random_state=0), X, y) == []
+
+
+def test_a_few_outliers_are_below_the_warning_floor():
+    # 4 moved rows of 2,000: fewer than OUTLIER_MIN_ROWS
+    X, y, _ = _outlier_rows(fraction=0.002)
+    assert _outlier_warnings(BongRegressor(random_state=0), X, y) == []
