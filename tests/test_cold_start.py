@@ -45,7 +45,7 @@ def test_import_loads_neither_jax_nor_sklearn():
     # every public name resolves on first use, and dir() lists it
     assert set(got["names"]) == {
         "BongClassifier", "BongPoissonRegressor", "BongRegressor", "DivergenceWarning",
-        "NonFiniteUpdateError",
+        "NonFiniteUpdateError", "OutliersWarning",
         "SkippedRowsWarning", "StreamingPipeline", "VariationalClassifier",
         "VariationalRegressor", "enable_compilation_cache", "expected_failed_checks",
         "fit_partitions", "make_streaming_pipeline", "merge_posteriors",
