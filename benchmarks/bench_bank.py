@@ -4,7 +4,7 @@ For the linear regressor ``"auto"`` is a bank of 7 filters (σ₀² ∈ 10⁻³ 
 their evidence. Where every filter is the exact conjugate posterior (the defaults: the
 full covariance, BONG-LIN-HESS, no drift, float64, one row per step) a call of more than
 2P rows takes them in closed form from the rows' shared statistics
-(:mod:`skbong._conjugate`), while one reference filter streams the rows for the row
+(:mod:`skbong._online.conjugate`), while one reference filter streams the rows for the row
 checks. This script times, in one process and interleaved (the fastest of repeated
 compiled fits, so that all see the same load):
 
@@ -15,9 +15,13 @@ compiled fits, so that all see the same load):
 * ``BayesianRidge``: the scikit-learn estimator a user would take instead;
 
 on synthetic linear-Gaussian data (x ~ N(0, I), y = x·w + 2 + N(0, 0.5²)) at several
-n × d, and for a network, where the bank is not the default (``prior_variance="bank"``
-against the default fixed σ₀², one 50-unit layer, float32). It prints the times and the
-ratios to one filter.
+n × d; for the linear classifier and count model, whose banks stream (their filters
+linearise a non-Gaussian likelihood, each at its own mean, so no filter's work serves
+another): ``BongClassifier()`` on breast cancer (P = 31, ``full``) and digits (P = 650,
+10 classes, ``dlr``), standardised, and ``BongPoissonRegressor()`` on 2,000 rows of 5
+features; and for a network, where the bank is not the default
+(``prior_variance="bank"`` against the default fixed σ₀², one 50-unit layer, float32).
+It prints the times and the ratios to one filter.
 
 Usage: ``python benchmarks/bench_bank.py [--quick] [--out FILE]``
 """
@@ -26,10 +30,12 @@ import warnings
 
 import numpy as np
 from _common import interleaved, load_note, parser, write_json
+from sklearn.datasets import load_breast_cancer, load_digits
 from sklearn.linear_model import BayesianRidge
+from sklearn.preprocessing import StandardScaler
 
-from skbong import BongRegressor
-from skbong._stream import StreamingMixin
+from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
+from skbong._online.stream import StreamingMixin
 
 LINEAR = [(500, 8), (5000, 8), (2000, 50), (20000, 100)]
 QUICK = [(500, 8), (2000, 50)]
@@ -60,6 +66,20 @@ def _cases(quick):
             "bank, streamed": lambda X=X, y=y: _streamed_bank(X, y),
             "BayesianRidge": lambda X=X, y=y: BayesianRidge().fit(X, y),
         }
+    for name, loader in (("breast cancer", load_breast_cancer), ("digits", load_digits)):
+        X, y = loader(return_X_y=True)
+        X = StandardScaler().fit_transform(X)
+        yield f"linear classifier, {name}", {
+            "one filter": lambda X=X, y=y: BongClassifier(prior_variance=1.0).fit(X, y),
+            "bank": lambda X=X, y=y: BongClassifier().fit(X, y),
+        }
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 5))
+    y = rng.poisson(np.exp(0.5 + X @ np.array([0.5, -0.3, 0.2, 0.0, 0.1])))
+    yield "linear counts 2000 x 5", {
+        "one filter": lambda: BongPoissonRegressor(prior_variance=1.0).fit(X, y),
+        "bank": lambda: BongPoissonRegressor().fit(X, y),
+    }
     X, y = _data(1000 if quick else 2000, 8)
     net = dict(hidden_layer_sizes=(50,), random_state=0)
     yield f"network (50,) {len(X)} x 8", {

@@ -42,7 +42,7 @@ from sklearn.model_selection import KFold, train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
-from skbong._bank import PRIOR_GRID
+from skbong._online.bank import PRIOR_GRID
 
 UCI = ("bostonHousing", "concrete", "energy", "kin8nm", "power-plant", "wine-quality-red", "yacht")
 

@@ -11,22 +11,22 @@ import importlib
 # The public names and the modules that define them, imported on first use (PEP 562):
 # ``import skbong`` loads neither JAX nor scikit-learn, which the estimators need.
 _SOURCES = {
-    "BongClassifier": "._classifier",
-    "BongPoissonRegressor": "._poisson",
-    "BongRegressor": "._regressor",
+    "BongClassifier": "._online.classifier",
+    "BongPoissonRegressor": "._online.poisson",
+    "BongRegressor": "._online.regressor",
     "DivergenceWarning": ".exceptions",
     "NonFiniteUpdateError": ".exceptions",
     "OutliersWarning": ".exceptions",
     "SkippedRowsWarning": ".exceptions",
     "StreamingPipeline": ".pipeline",
-    "VariationalClassifier": "._variational",
-    "VariationalRegressor": "._variational",
-    "enable_compilation_cache": "._cache",
+    "VariationalClassifier": "._batch.classifier",
+    "VariationalRegressor": "._batch.regressor",
+    "enable_compilation_cache": ".engine.cache",
     "expected_failed_checks": "._compat",
     "fit_partitions": ".distributed",
     "make_streaming_pipeline": ".pipeline",
-    "merge_posteriors": "._merge",
-    "set_compilation_cache": "._cache",
+    "merge_posteriors": "._merging.merge",
+    "set_compilation_cache": ".engine.cache",
 }
 
 __version__ = "0.1.0"

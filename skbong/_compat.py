@@ -23,10 +23,10 @@ import warnings
 from numbers import Integral
 
 from . import engine
-from ._base import BongBase
-from ._classifier import ClassifierFace
-from ._poisson import BongPoissonRegressor
-from ._variational_base import VariationalBase
+from ._batch.base import VariationalBase
+from ._online.base import BongBase
+from ._online.classifier import ClassifierFace
+from ._online.poisson import BongPoissonRegressor
 
 SAMPLE_WEIGHT_CHECK = "check_sample_weight_equivalence_on_dense_data"
 

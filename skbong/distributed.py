@@ -12,8 +12,8 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.utils import check_random_state
 
-from ._merge import merge_fitted
-from ._merge_checks import check_mergeable, check_online
+from ._merging.checks import check_mergeable, check_online
+from ._merging.merge import merge_fitted
 
 
 def _partitions(data, name):

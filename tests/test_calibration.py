@@ -23,8 +23,8 @@ import scipy.stats
 from test_noise import PRIOR_VAR, _data, nig_log_evidence, nig_posterior
 
 from skbong import BongRegressor, SkippedRowsWarning
-from skbong import _calibration as cal
-from skbong._bank import PRIOR_GRID
+from skbong._online import calibration as cal
+from skbong._online.bank import PRIOR_GRID
 from skbong.engine.models import OUTPUT_BIAS_VARIANCE
 
 

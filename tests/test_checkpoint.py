@@ -29,7 +29,7 @@ What is tested, and why the tolerances are what they are:
   ≤ P + 1, a relative error ≤ (P + 1) u per step (u = 2⁻²⁴) in each of the two runs, and
   the conjugate update (full, bong, lin_hess) does not amplify earlier errors, so after n
   steps the two may differ by 2 n (P + 1) u relative to the largest entry. In float64
-  ``fit``'s 40 rows take the linear prior bank's closed form (``skbong._conjugate``, a
+  ``fit``'s 40 rows take the linear prior bank's closed form (``skbong._online.conjugate``, a
   call of more than 2P rows) while the calls of 8 stream: both backward stable, they
   may differ by about κ n P u (κ the covariance's condition number, u = 2⁻⁵³); 100
   times that is allowed.

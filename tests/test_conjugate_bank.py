@@ -1,4 +1,4 @@
-"""The linear-Gaussian prior bank in closed form (``skbong._conjugate``).
+"""The linear-Gaussian prior bank in closed form (``skbong._online.conjugate``).
 
 Where every filter of the bank is the exact conjugate posterior (the linear model, one
 output, Gaussian noise, ``full``, BONG-LIN-HESS, no drift, one row per step, unit
@@ -34,8 +34,9 @@ import scipy.stats
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skbong import BongRegressor, _conjugate
-from skbong._stream import StreamingMixin
+from skbong import BongRegressor
+from skbong._online import conjugate as _conjugate
+from skbong._online.stream import StreamingMixin
 from skbong.exceptions import NonFiniteUpdateError, SkippedRowsWarning
 
 U = np.finfo(np.float64).eps / 2

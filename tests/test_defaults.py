@@ -23,7 +23,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
 from skbong import engine as E
-from skbong._regressor import AUTO_FLOAT64_MAX, AUTO_FULL_MAX
+from skbong._online.regressor import AUTO_FLOAT64_MAX, AUTO_FULL_MAX
 from skbong.engine import DLRState, MeanCov
 from skbong.exceptions import NonFiniteUpdateError
 
@@ -259,7 +259,7 @@ def test_auto_dtype_is_float64_for_the_linear_model_only():
 
 def test_auto_dtype_follows_the_width_of_the_linear_model():
     """float64 up to AUTO_FLOAT64_MAX parameters, float32 beyond (where it costs 3×)."""
-    from skbong._regressor import AUTO_FLOAT64_MAX
+    from skbong._online.regressor import AUTO_FLOAT64_MAX
 
     rng = np.random.default_rng(1)
     for width, dtype in ((AUTO_FLOAT64_MAX - 1, np.float64), (AUTO_FLOAT64_MAX, np.float32)):

@@ -15,7 +15,7 @@ import pytest
 import scipy.stats
 
 from skbong import BongRegressor, merge_posteriors
-from skbong._bank import DRIFT_GRID, NETWORK_PRIOR_VARIANCE, PRIOR_GRID, Bank
+from skbong._online.bank import DRIFT_GRID, NETWORK_PRIOR_VARIANCE, PRIOR_GRID, Bank
 from skbong.engine.models import OUTPUT_BIAS_VARIANCE
 
 OBS_VAR = 0.3

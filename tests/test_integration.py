@@ -240,7 +240,7 @@ def test_linearised_predictions_of_a_large_belief_run_in_small_blocks(monkeypatc
     its blocks differ); below 8 P the blocks hold one row, and with the input gradients
     (1 + D Jacobians per row) too. The plug-in mean, which forms no Jacobian, keeps its
     blocks (128 rows in float32, one in float64)."""
-    import skbong._posterior as posterior
+    import skbong._core.posterior as posterior
 
     rng = np.random.default_rng(4)
     X, y = rng.normal(size=(30, 3)), rng.normal(size=30)
@@ -275,7 +275,7 @@ def test_poisson_linearised_predictions_run_in_small_blocks(monkeypatch):
     """The Poisson regressor's linearised predictives (its moments, and the output moments
     of ``predict_logpmf``) are bounded like the Gaussian one's: 8-row blocks under a
     bound of 10 P, not 128."""
-    import skbong._posterior as posterior
+    import skbong._core.posterior as posterior
 
     rng = np.random.default_rng(5)
     X = rng.normal(size=(30, 3))

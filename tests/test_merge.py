@@ -24,7 +24,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from test_noise import gaussian_log_evidence, nig_log_evidence, nig_posterior
 
-import skbong._guard as guard
+import skbong._core.guard as guard
 from skbong import (
     BongClassifier,
     BongRegressor,
@@ -33,7 +33,7 @@ from skbong import (
     fit_partitions,
     merge_posteriors,
 )
-from skbong._bank import PRIOR_GRID
+from skbong._online.bank import PRIOR_GRID
 
 da = pytest.importorskip("dask.array", reason="the 'dask' extra is not installed")
 import dask  # noqa: E402

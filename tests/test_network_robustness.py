@@ -11,7 +11,7 @@ import scipy.special
 from sklearn.base import clone
 
 from skbong import BongClassifier, BongRegressor, VariationalRegressor
-from skbong._inputs import INPUT_RMS_MAX
+from skbong._core.inputs import INPUT_RMS_MAX
 from skbong.engine import linalg
 
 

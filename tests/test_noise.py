@@ -239,7 +239,7 @@ def gaussian_log_evidence(X, y, prior_var, obs_var):
 
 @pytest.mark.parametrize("obs_variance", ["auto", 0.3])
 def test_bank_evidence_is_the_marginal_likelihood(obs_variance):
-    from skbong._bank import PRIOR_GRID
+    from skbong._online.bank import PRIOR_GRID
 
     X, y = _data(n=30, seed=9)
     est = _reg(prior_variance="bank", obs_variance=obs_variance)
@@ -266,7 +266,7 @@ def test_network_bank_evidence_is_discounted():
     ``predict_logpdf`` before it learns the row; linearised Student-t, as in the stream);
     the first row's term is the bank's own after one row. The stream is split in two
     calls, so the old evidence must be discounted by δ per new row. float64: rtol 1e-9."""
-    from skbong._bank import PRIOR_GRID
+    from skbong._online.bank import PRIOR_GRID
 
     X, y = _data(n=12, seed=12)
     n, kw = len(y), dict(hidden_layer_sizes=(3,), family="dlr", rank=4)

@@ -36,7 +36,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_validat
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-import skbong._guard as guard
+import skbong._core.guard as guard
 from skbong import BongClassifier, BongRegressor
 
 N, D = 48, 3

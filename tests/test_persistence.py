@@ -5,7 +5,7 @@ form are accepted and a different model is refused.
 What is tested, and why:
 
 * The structural parameters (``STRUCTURAL``) are compared by value
-  (:func:`skbong._signature.structural_signature`), not by ``repr``: a function's or an object's
+  (:func:`skbong._core.signature.structural_signature`), not by ``repr``: a function's or an object's
   ``repr`` holds its memory address, which changes in a copy and in another process.
   Functions and model objects are compared by their own ``==`` (identity by default),
   which pickle and deepcopy keep: the parameter and the fitted signature are copied in

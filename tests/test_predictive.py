@@ -194,7 +194,7 @@ def test_estimators_cache_their_draws(monkeypatch):
     own block) and five, again after an update (which must not reuse the previous
     belief's draws), and above ``NORMALS_MAX``, where nothing is kept and the program
     draws from the estimator's key at every call."""
-    import skbong._posterior as post
+    import skbong._core.posterior as post
     from skbong import BongClassifier
 
     rng = np.random.default_rng(0)
@@ -232,7 +232,7 @@ def test_bank_filters_keep_their_own_draws(monkeypatch):
     ``NORMALS_MAX`` bounds what is kept over all filters."""
     import scipy.special
 
-    import skbong._posterior as post
+    import skbong._core.posterior as post
     from skbong import BongClassifier
 
     rng = np.random.default_rng(3)

@@ -162,7 +162,7 @@ def test_only_the_streams_own_warnings_stop_the_passes(monkeypatch, category):
     only where it is the stream's own report of a failure (a skipped row, a diverging
     stream). Another (a library's deprecation, the program cache's unwritable folder)
     says nothing of the pass: the passes go on, and the warning reaches the caller."""
-    from skbong import _stream
+    from skbong._online import stream as _stream
 
     learn = _stream.StreamingMixin._learn
 

@@ -80,7 +80,7 @@ def test_networks_take_the_wide_prior_under_auto_and_keep_it(cls, linear_data):
     unchanged by the epochs (no M-step: it would shrink the prior with the mean-field variances); the
     hyperparameters the solver ran with carry it (λ = 1 / (10 vⱼ u)); a number is used
     as given."""
-    from skbong._variational_base import VARIATIONAL_NETWORK_PRIOR_VARIANCE
+    from skbong._batch.base import VARIATIONAL_NETWORK_PRIOR_VARIANCE
 
     X, y = linear_data
     target = (y > np.median(y)).astype(int) if cls is VariationalClassifier else y

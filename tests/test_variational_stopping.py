@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 
 from skbong import VariationalClassifier, VariationalRegressor
-from skbong._variational_base import _stalled
+from skbong._batch.base import _stalled
 
 
 @pytest.fixture(scope="module")

@@ -628,10 +628,10 @@ MUTANTS = [
         ("tests/test_precision.py",),
         "a compiled function made by jax.jit, outside the precision context",
     ),
-    # -------------------------------------------------------------- skbong/_base.py
+    # -------------------------------------------------------------- skbong/_online/base.py
     Mutant(
         "getstate-resets-step-counter",
-        "skbong/_base.py",
+        "skbong/_online/base.py",
         "    def _poor_score(self):\n",
         "    def __getstate__(self):\n"
         "        state = super().__getstate__()\n"
@@ -643,7 +643,7 @@ MUTANTS = [
     ),
     Mutant(
         "setstate-redraws-seed",
-        "skbong/_base.py",
+        "skbong/_online/base.py",
         "    def _poor_score(self):\n",
         "    def __setstate__(self, state):\n"
         "        super().__setstate__(state)\n"
@@ -657,16 +657,16 @@ MUTANTS = [
     ),
     Mutant(
         "auto-swappable-after-fit",
-        "skbong/_base.py",
+        "skbong/_online/base.py",
         "        return structural_signature(self, STRUCTURAL) + banked",
         "        return structural_signature(self, STRUCTURAL)",
         ("tests/test_drift_bank.py::test_auto_cannot_be_swapped_for_a_number_after_a_fit",),
         "prior_variance or drift switched from 'auto' to a number after a fit reaches the bank's state",
     ),
-    # ------------------------------------------------------------ skbong/_stream.py
+    # ------------------------------------------------------------ skbong/_online/stream.py
     Mutant(
         "bank-pit-weights-after-row",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         "            pit = _calibration.mixture_pit(pits, before)",
         "            pit = _calibration.mixture_pit(pits, before[:, -1:] + 0 * before)",
         ("tests/test_calibration.py",),
@@ -674,7 +674,7 @@ MUTANTS = [
     ),
     Mutant(
         "pit-network-not-discounted",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         "            delta = _calibration.discount(config)",
         "            delta = 1.0",
         ("tests/test_calibration.py",),
@@ -682,7 +682,7 @@ MUTANTS = [
     ),
     Mutant(
         "loo-window-keeps-refused-rows",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         "            keep = learned & (w > 0)",
         "            keep = w > 0",
         ("tests/test_calibration.py::test_loo_leaves_refused_rows_out",),
@@ -690,7 +690,7 @@ MUTANTS = [
     ),
     Mutant(
         "loo-stale-cache",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         "        self._loo_cache = None\n",
         "",
         ("tests/test_calibration.py::test_loo_keeps_the_last_rows_it_learned",),
@@ -698,7 +698,7 @@ MUTANTS = [
     ),
     Mutant(
         "divergence-never-warns",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         "        if not np.any(mse > DIVERGENCE_RATIO * base):",
         "        if True:",
         ("tests/test_errors.py::test_a_diverging_stream_warns_and_names_the_family",),
@@ -706,7 +706,7 @@ MUTANTS = [
     ),
     Mutant(
         "divergence-against-variance-only",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         "        base = np.maximum(np.var(y, axis=0), np.mean(y**2, axis=0))",
         "        base = np.var(y, axis=0)",
         ("tests/test_errors.py::test_no_divergence_warning_for_short_calls_or_constant_targets",),
@@ -714,7 +714,7 @@ MUTANTS = [
     ),
     Mutant(
         "divergence-any-call-length",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         "        if n < DIVERGENCE_MIN_ROWS:\n            return\n",
         "",
         ("tests/test_errors.py::test_no_divergence_warning_for_short_calls_or_constant_targets",),
@@ -722,7 +722,7 @@ MUTANTS = [
     ),
     Mutant(
         "belief-memo-without-identity",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         "        if memo is not None and memo[0] is belief[0] and memo[1] is belief[1]:",
         "        if memo is not None:",
         ("tests/test_estimators.py", "-k", "stale"),
@@ -730,7 +730,7 @@ MUTANTS = [
     ),
     Mutant(
         "belief-memo-pickled",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         '        return {k: v for k, v in state.items() if k != "_belief_memo"}',
         "        return state",
         ("tests/test_estimators.py", "-k", "no_jax"),
@@ -738,16 +738,16 @@ MUTANTS = [
     ),
     Mutant(
         "refine-keeps-no-filter",
-        "skbong/_stream.py",
+        "skbong/_online/stream.py",
         "                self._keep_filters(better, kept, config)\n",
         "                pass\n",
         ("tests/test_refine.py", "-k", "each_filter_of_the_bank"),
         "refine: a bank filter whose pass lowered its log posterior takes that pass anyway",
     ),
-    # --------------------------------------------------------- skbong/_posterior.py
+    # --------------------------------------------------------- skbong/_core/posterior.py
     Mutant(
         "nan-x-fast-path",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "            and bool(np.isfinite(X).all())\n",
         "",
         ("tests/test_errors.py",),
@@ -755,7 +755,7 @@ MUTANTS = [
     ),
     Mutant(
         "nan-x-fast-path-properties",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "            and bool(np.isfinite(X).all())\n",
         "",
         ("tests/test_properties.py", "-k", "malformed"),
@@ -763,7 +763,7 @@ MUTANTS = [
     ),
     Mutant(
         "plain-rows-accepts-nan",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "            and bool(np.isfinite(X).all())\n        )",
         "        )",
         ("tests/test_properties.py",),
@@ -771,7 +771,7 @@ MUTANTS = [
     ),
     Mutant(
         "plain-rows-ignores-width",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "            and X.shape[1] == self.n_features_in_\n",
         "",
         ("tests/test_properties.py",),
@@ -779,7 +779,7 @@ MUTANTS = [
     ),
     Mutant(
         "normals-ignore-the-seed",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "    eps = np.random.default_rng([seed, 2]).standard_normal((n, p))",
         "    eps = np.random.default_rng([0, 2]).standard_normal((n, p))",
         ("tests/test_estimators.py::test_same_random_state_same_results",),
@@ -787,7 +787,7 @@ MUTANTS = [
     ),
     Mutant(
         "draws-shared-by-the-bank",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "        key = (n_samples, self._seed, where)",
         "        key = (n_samples, self._seed, where is not None)",
         ("tests/test_predictive.py::test_bank_filters_keep_their_own_draws",),
@@ -795,7 +795,7 @@ MUTANTS = [
     ),
     Mutant(
         "draws-kept-across-seeds",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "        key = (n_samples, self._seed, where)",
         "        key = (n_samples, where)",
         ("tests/test_estimators.py::test_same_random_state_same_results",),
@@ -803,7 +803,7 @@ MUTANTS = [
     ),
     Mutant(
         "draws-kept-across-updates",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "        if cache and cache[0] is self._state and key in cache[1]:",
         "        if cache and key in cache[1]:",
         ("tests/test_predictive.py::test_estimators_cache_their_draws",),
@@ -811,7 +811,7 @@ MUTANTS = [
     ),
     Mutant(
         "draws-kept-without-bound",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "            if sum(t.size for t in kept.values()) + thetas.size <= NORMALS_MAX:",
         "            if True:",
         ("tests/test_predictive.py::test_bank_filters_keep_their_own_draws",),
@@ -819,7 +819,7 @@ MUTANTS = [
     ),
     Mutant(
         "one-row-block-in-float32",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "    blocks = _PREDICT_BLOCKS if dt is np.float64 else _FLOAT32_BLOCKS",
         "    blocks = _PREDICT_BLOCKS",
         ("tests/test_integration.py", "-k", "float32_predictions"),
@@ -827,7 +827,7 @@ MUTANTS = [
     ),
     Mutant(
         "fitted-check-never-refuses",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         '    if "_state" not in est.__dict__:\n        check_is_fitted(est, "_state")',
         '    if False:\n        check_is_fitted(est, "_state")',
         ("tests/test_sklearn_checks.py::test_sklearn_compatible[BongRegressor(random_state=0)-check_estimators_unfitted]",),
@@ -835,7 +835,7 @@ MUTANTS = [
     ),
     Mutant(
         "snapshot-blind-to-types",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "            (type(v), v) if type(v) in _SCALARS else repr(v)",
         "            v if type(v) in _SCALARS else repr(v)",
         ("tests/test_errors.py", "-k", "invalid_parameter_on_fitted"),
@@ -843,7 +843,7 @@ MUTANTS = [
     ),
     Mutant(
         "predictive-memo-ignores-dtype",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "        if memo is not None and memo[0] is parts and parts[0].dtype == dt:",
         "        if memo is not None and memo[0] is parts:",
         ("tests/test_predictive.py",),
@@ -851,7 +851,7 @@ MUTANTS = [
     ),
     Mutant(
         "float32-predictions-in-8-row-blocks",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "_FLOAT32_BLOCKS = _PREDICT_BLOCKS[2:]",
         "_FLOAT32_BLOCKS = _PREDICT_BLOCKS[1:]",
         ("tests/test_integration.py", "-k", "float32_predictions"),
@@ -859,7 +859,7 @@ MUTANTS = [
     ),
     Mutant(
         "predict-blocks-ignore-jacobians",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "    fit = tuple(b for b in blocks if b * row_elements <= _BLOCK_ELEMENTS)",
         "    fit = blocks",
         ("tests/test_integration.py", "-k", "small_blocks"),
@@ -867,7 +867,7 @@ MUTANTS = [
     ),
     Mutant(
         "predict-blocks-fixed-stride",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "            big = blocks[-1]",
         "            big = _PREDICT_BLOCKS[-1]",
         ("tests/test_integration.py", "-k", "small_blocks"),
@@ -875,7 +875,7 @@ MUTANTS = [
     ),
     Mutant(
         "publish-mean-not-copied",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "            self.posterior_mean_ = np.array(parts[0][1][0], self._state[0].dtype)",
         "            self.posterior_mean_ = np.asarray(parts[0][1][0], self._state[0].dtype)",
         ("tests/test_estimators.py", "-k", "posterior_mean_is_a_copy"),
@@ -883,25 +883,25 @@ MUTANTS = [
     ),
     Mutant(
         "standardised-coef-bias-sign",
-        "skbong/_posterior.py",
+        "skbong/_core/posterior.py",
         "                bias = bias - weights @ affine[0]",
         "                bias = bias + weights @ affine[0]",
         ("tests/test_variational_defaults.py", "-k", "raw_inputs_are_standardised"),
         "intercept_ on the user's scale: b − (W / s) m with the sign of the shift flipped",
     ),
-    # ------------------------------------------------------------- skbong/_cache.py
+    # ------------------------------------------------------------- skbong/engine/cache.py
     Mutant(
         "cache-keeps-min-compile-time",
-        "skbong/_cache.py",
+        "skbong/engine/cache.py",
         '    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)\n',
         "",
         ("tests/test_cold_start.py", "-k", "second_process"),
         "the cache keeps JAX's 1 s minimum compile time, so small programs recompile",
     ),
-    # --------------------------------------------------------- skbong/_regressor.py
+    # --------------------------------------------------------- skbong/_online/regressor.py
     Mutant(
         "auto-family-always-dlr",
-        "skbong/_regressor.py",
+        "skbong/_online/regressor.py",
         '        return "full" if linear and model.n_params() <= AUTO_FULL_MAX else "dlr"',
         '        return "dlr"',
         ("tests/test_defaults.py", "-k", "auto_family"),
@@ -909,7 +909,7 @@ MUTANTS = [
     ),
     Mutant(
         "calibration-auto-on-networks",
-        "skbong/_regressor.py",
+        "skbong/_online/regressor.py",
         "            if not linear:\n                return None\n",
         "",
         ("tests/test_calibration.py",),
@@ -917,7 +917,7 @@ MUTANTS = [
     ),
     Mutant(
         "loo-auto-for-drift",
-        "skbong/_regressor.py",
+        "skbong/_online/regressor.py",
         '            return "prequential" if self._is_dynamic() else "loo"',
         '            return "loo"',
         ("tests/test_calibration.py::test_auto_calibrates_the_linear_model_only",),
@@ -925,7 +925,7 @@ MUTANTS = [
     ),
     Mutant(
         "dtype-auto-always-float32",
-        "skbong/_regressor.py",
+        "skbong/_online/regressor.py",
         '        return "float64" if n_params <= AUTO_FLOAT64_MAX else "float32"',
         '        return "float32"',
         ("tests/test_defaults.py::test_auto_dtype_is_float64_for_the_linear_model_only",),
@@ -933,16 +933,16 @@ MUTANTS = [
     ),
     Mutant(
         "dtype-auto-float64-at-any-width",
-        "skbong/_regressor.py",
+        "skbong/_online/regressor.py",
         '        return "float64" if n_params <= AUTO_FLOAT64_MAX else "float32"',
         '        return "float64"',
         ("tests/test_defaults.py::test_auto_dtype_follows_the_width_of_the_linear_model",),
         "dtype='auto' takes float64 for a wide linear model, where it costs 3× float32",
     ),
-    # --------------------------------------------------- skbong/_regression_face.py
+    # --------------------------------------------------- skbong/_online/regression_face.py
     Mutant(
         "calibration-ignored",
-        "skbong/_regression_face.py",
+        "skbong/_online/regression_face.py",
         "        counts = self._calibration_counts()\n        if counts is not None:",
         "        counts = self._calibration_counts()\n        if False:",
         ("tests/test_calibration.py",),
@@ -950,7 +950,7 @@ MUTANTS = [
     ),
     Mutant(
         "drift-calibration-ignores-evidence",
-        "skbong/_regression_face.py",
+        "skbong/_online/regression_face.py",
         "        if static_only and self.drift_ != 1.0:\n"
         "            return prequential  # the evidence says the rows drift\n",
         "",
@@ -959,7 +959,7 @@ MUTANTS = [
     ),
     Mutant(
         "student-t-inflation-nan-for-fixed-noise",
-        "skbong/_regression_face.py",
+        "skbong/_online/regression_face.py",
         "np.where(dofs > 2, 1.0 / (1.0 - 2.0 / dofs), np.inf)",
         "np.where(dofs > 2, dofs / (dofs - 2.0), np.inf)",
         ("tests/test_estimators.py", "-k", "std"),
@@ -967,7 +967,7 @@ MUTANTS = [
     ),
     Mutant(
         "student-t-inflation-finite-at-low-dof",
-        "skbong/_regression_face.py",
+        "skbong/_online/regression_face.py",
         "np.where(dofs > 2, 1.0 / (1.0 - 2.0 / dofs), np.inf)",
         "np.abs(1.0 / (1.0 - 2.0 / dofs))",
         ("tests/test_noise.py",),
@@ -975,16 +975,16 @@ MUTANTS = [
     ),
     Mutant(
         "predict-grad-blocks-one-jacobian",
-        "skbong/_regression_face.py",
+        "skbong/_online/regression_face.py",
         "jacobians=(1 + self.n_features_in_ if grad else 1) if kind == \"linmc\" else 0,",
         "jacobians=1 if kind == \"linmc\" else 0,",
         ("tests/test_integration.py", "-k", "small_blocks"),
         "the input gradients' blocks are bounded as if they formed one Jacobian per row, not 1 + D",
     ),
-    # -------------------------------------------------------- skbong/_classifier.py
+    # -------------------------------------------------------- skbong/_online/classifier.py
     Mutant(
         "classes-shift-labels",
-        "skbong/_classifier.py",
+        "skbong/_online/classifier.py",
         "        if not plain:\n            idx = np.searchsorted(self.classes_, y)\n",
         "        if not plain:\n            idx = (np.searchsorted(self.classes_, y) + (classes is not None)) % k\n",
         ("tests/test_estimators.py", "-k", "classes"),
@@ -992,7 +992,7 @@ MUTANTS = [
     ),
     Mutant(
         "classes-shift-labels-checkpoint",
-        "skbong/_classifier.py",
+        "skbong/_online/classifier.py",
         "        if not plain:\n            idx = np.searchsorted(self.classes_, y)\n",
         "        if not plain:\n            idx = (np.searchsorted(self.classes_, y) + (classes is not None)) % k\n",
         ("tests/test_checkpoint.py",),
@@ -1000,16 +1000,16 @@ MUTANTS = [
     ),
     Mutant(
         "label-fast-path-accepts-gaps",
-        "skbong/_classifier.py",
+        "skbong/_online/classifier.py",
         "            unseen = (idx == k) | (self.classes_[np.minimum(idx, k - 1)] != y)",
         "            unseen = idx == k",
         ("tests/test_errors.py::test_unseen_integer_label_between_and_beyond_the_classes",),
         "an integer label between two classes passes the stream's fast path",
     ),
-    # ----------------------------------------------------------- skbong/_poisson.py
+    # ----------------------------------------------------------- skbong/_online/poisson.py
     Mutant(
         "poisson-prior-centre-zero",
-        "skbong/_poisson.py",
+        "skbong/_online/poisson.py",
         "            shift[-1] = self.prior_intercept_",
         "            shift[-1] = 0.0",
         ("tests/test_poisson.py", "-k", "newton"),
@@ -1017,7 +1017,7 @@ MUTANTS = [
     ),
     Mutant(
         "poisson-moments-unbounded",
-        "skbong/_poisson.py",
+        "skbong/_online/poisson.py",
         "                jacobians=int(kind == \"linmc\"),",
         "                jacobians=0,",
         ("tests/test_integration.py", "-k", "poisson_linearised"),
@@ -1025,16 +1025,16 @@ MUTANTS = [
     ),
     Mutant(
         "poisson-output-moments-unbounded",
-        "skbong/_poisson.py",
+        "skbong/_online/poisson.py",
         "                X, engine.predictive.predict_output_moments, state=state, jacobians=1",
         "                X, engine.predictive.predict_output_moments, state=state, jacobians=0",
         ("tests/test_integration.py", "-k", "poisson_linearised"),
         "predict_logpmf's output moments run unbounded blocks of Jacobians",
     ),
-    # -------------------------------------------------------------- skbong/_bank.py
+    # -------------------------------------------------------------- skbong/_online/bank.py
     Mutant(
         "network-evidence-not-discounted",
-        "skbong/_bank.py",
+        "skbong/_online/bank.py",
         "NETWORK_EVIDENCE_DISCOUNT = 0.99\n",
         "NETWORK_EVIDENCE_DISCOUNT = 1.0\n",
         ("tests/test_noise.py", "-k", "discounted"),
@@ -1042,7 +1042,7 @@ MUTANTS = [
     ),
     Mutant(
         "drift-bank-grid-drift-major",
-        "skbong/_bank.py",
+        "skbong/_online/bank.py",
         "    return np.repeat(priors, len(drifts)), np.tile(drifts, len(priors))",
         "    return np.tile(priors, len(drifts)), np.repeat(drifts, len(priors))",
         ("tests/test_drift_bank.py::test_drift_bank_is_the_ou_kalman_filters_weighted_by_their_evidence",),
@@ -1050,7 +1050,7 @@ MUTANTS = [
     ),
     Mutant(
         "drift-weights-summed-over-drifts",
-        "skbong/_bank.py",
+        "skbong/_online/bank.py",
         "        return self._weight_table().sum(axis=0)\n",
         "        return self._weight_table().sum(axis=1)\n",
         ("tests/test_drift_bank.py::test_drift_bank_is_the_ou_kalman_filters_weighted_by_their_evidence",),
@@ -1058,25 +1058,25 @@ MUTANTS = [
     ),
     Mutant(
         "drift-loo-over-all-filters",
-        "skbong/_bank.py",
+        "skbong/_online/bank.py",
         "            weights = np.where(self._bank_grid()[1] == 1.0, weights, 0.0)\n",
         "",
         ("tests/test_drift_bank.py::test_calibration_follows_the_evidence",),
         "the leave-one-out PITs mix the drifting filters, whose rows are not exchangeable",
     ),
-    # -------------------------------------------------- skbong/_variational_base.py
+    # -------------------------------------------------- skbong/_batch/base.py
     Mutant(
         "variational-prior-eager",
-        "skbong/_variational_base.py",
+        "skbong/_batch/base.py",
         "state = epochs.prior(config, self._seed, hyper, dt)",
         "state = epochs.prior.__wrapped__(config, self._seed, hyper, np.dtype(dt))",
         ("tests/test_variational.py", "-k", "first_fit_compiles"),
         "the variational prior runs eagerly, one program per operation",
     ),
-    # ------------------------------------------------------- skbong/_calibration.py
+    # ------------------------------------------------------- skbong/_online/calibration.py
     Mutant(
         "pit-gaussian-for-learned-noise",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "    if dof is None:\n        return scipy.special.ndtr(z)",
         "    if True:\n        return scipy.special.ndtr(z)",
         ("tests/test_calibration.py",),
@@ -1084,7 +1084,7 @@ MUTANTS = [
     ),
     Mutant(
         "pit-dof-of-the-call-start",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "    per_row = np.repeat(dof, batch_size, axis=0)[: len(z)]",
         "    per_row = np.repeat(dof[:1], len(z), axis=0)",
         ("tests/test_calibration.py",),
@@ -1092,7 +1092,7 @@ MUTANTS = [
     ),
     Mutant(
         "pit-counts-ignore-weights",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "weights=w[keep], minlength=N_BINS)",
         "weights=(w[keep] > 0) * 1.0, minlength=N_BINS)",
         ("tests/test_calibration.py",),
@@ -1100,7 +1100,7 @@ MUTANTS = [
     ),
     Mutant(
         "loo-no-residual-inflation",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "        z = r / (1 - h) / np.sqrt(s_loo * (1 + q / (1 - h)))",
         "        z = r / np.sqrt(s_loo * (1 + q / (1 - h)))",
         ("tests/test_calibration.py::test_loo_pits_are_the_predictives_of_the_other_rows",),
@@ -1108,7 +1108,7 @@ MUTANTS = [
     ),
     Mutant(
         "loo-noise-keeps-the-row",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "(a * s - 0.5 * w * r**2 / (1 - h)) / a_loo",
         "(a * s) / a",
         ("tests/test_calibration.py::test_loo_pits_are_the_predictives_of_the_other_rows",),
@@ -1116,7 +1116,7 @@ MUTANTS = [
     ),
     Mutant(
         "loo-leverage-ignores-weight",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "    keep = w * q < 1.0\n    h = np.where(keep, w * q, 0.0)",
         "    keep = q < 1.0\n    h = np.where(keep, q, 0.0)",
         ("tests/test_calibration.py::test_loo_pits_are_the_predictives_of_the_other_rows",),
@@ -1124,7 +1124,7 @@ MUTANTS = [
     ),
     Mutant(
         "loo-window-drops-old-rows",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "    return (tuple(np.array(a) for a in kept_rows(blocks, size)),)",
         "    return (tuple(np.array(a) for a in kept_rows(blocks, size // 2)),)",
         ("tests/test_calibration.py::test_loo_keeps_the_last_rows_it_learned",),
@@ -1132,7 +1132,7 @@ MUTANTS = [
     ),
     Mutant(
         "window-block-is-a-view",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "    block = tuple(np.array(a[-size:]) for a in (X, Y, w))",
         "    block = tuple(a[-size:] for a in (X, Y, w))",
         ("tests/test_calibration.py", "-k", "window"),
@@ -1140,7 +1140,7 @@ MUTANTS = [
     ),
     Mutant(
         "window-never-joins",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "    if len(blocks) < WINDOW_BLOCKS and len(block[2]) * WINDOW_BLOCKS < size:",
         "    if True:",
         ("tests/test_calibration.py", "-k", "window"),
@@ -1148,7 +1148,7 @@ MUTANTS = [
     ),
     Mutant(
         "window-keeps-the-first-rows",
-        "skbong/_calibration.py",
+        "skbong/_online/calibration.py",
         "    return tuple(a[-size:] for a in rows)",
         "    return tuple(a[:size] for a in rows)",
         ("tests/test_calibration.py",),

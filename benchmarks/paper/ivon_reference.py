@@ -23,7 +23,7 @@ and use the same hyperparameters:
 Hyperparameters (skbong's IVON defaults, which are ivon-opt's): α = ``lr`` = 0.1, β₁ =
 ``momentum`` = 0.9, β₂ = 1 − ``precision_rate`` = 0.99999, S = ``mc_samples`` = 1, Price's
 Hessian estimate, debiased momentum, rescaled rate, no clipping, ``prior_variance`` σ₀² = 1,
-``init_precision=None``. They map onto ivon-opt as follows (read off ``skbong/_variational.py``,
+``init_precision=None``. They map onto ivon-opt as follows (read off ``skbong/_batch/regressor.py``,
 ``skbong/engine/models.py`` and ``skbong/engine/solvers/ivon.py``, and checked numerically below):
 
 * ``ess`` = N, the number of rows given to ``fit`` / ``partial_fit``.

@@ -32,8 +32,8 @@ import weakref
 import jax
 import numpy as np
 
-from .. import _cache
 from . import _store
+from . import cache as _cache
 
 try:  # the tuple of configuration values that ``jax.jit`` keys its own cache on
     from jax._src.config import trace_context as _trace_context

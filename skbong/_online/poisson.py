@@ -9,9 +9,9 @@ from sklearn.metrics import d2_tweedie_score
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import column_or_1d
 
-from . import engine
-from ._base import BongBase
-from ._posterior import _check_fitted
+from .. import engine
+from .._core.posterior import _check_fitted
+from .base import BongBase
 
 _HERMITE_NODES = 40
 """Gauss–Hermite nodes of the ``linmc`` predictive pmf (exact for polynomials of degree

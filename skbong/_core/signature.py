@@ -1,7 +1,7 @@
 """The fitted signature: the structural parameters of a fitted estimator, by value.
 
 A fitted belief is tied to the parameters that fix its shape or its compiled program
-(``STRUCTURAL`` in :mod:`skbong._base` and :mod:`skbong._variational_base`); changing one of
+(``STRUCTURAL`` in :mod:`skbong._online.base` and :mod:`skbong._batch.base`); changing one of
 them requires a new ``fit``. They are compared by value, never by ``repr``, which holds a
 function's or an object's memory address and so changes in a copy or another process.
 """

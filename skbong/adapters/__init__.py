@@ -45,17 +45,7 @@ import sys
 import jax
 import jax.numpy as jnp
 
-from ._adapter_base import (  # noqa: F401  (also where pickles of earlier versions find them)
-    _INSTALL,
-    _BoundMethod,
-    _digest,
-    _hash_or_identity,
-    _import,
-    _is_array,
-    _Network,
-    _to_host,
-    _ValueMethod,
-)
+from ._base import _digest, _import, _is_array, _Network, _to_host, _ValueMethod
 
 __all__ = ["from_flax", "from_nnx", "from_equinox", "FlaxModel", "NNXModel", "EquinoxModel"]
 

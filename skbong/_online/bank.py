@@ -5,7 +5,7 @@ The bank runs one filter per pair (prior variance, drift) of the product of the 
 grids (:data:`PRIOR_GRID` or the fixed ``prior_variance``, times :data:`DRIFT_GRID` or
 the fixed ``drift``), prior-major. Its filters are stacked on a leading axis of
 ``_state`` (and ``_noise``), and ``_log_evidence`` holds each filter's cumulative log
-predictive density (``None`` without a bank); :mod:`skbong._base` runs them.
+predictive density (``None`` without a bank); :mod:`skbong._online.base` runs them.
 """
 
 import functools
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.signal
 
-from . import engine
-from ._posterior import _check_fitted
+from .. import engine
+from .._core.posterior import _check_fitted
 
 PRIOR_GRID = 10.0 ** np.arange(-3, 4)
 """Prior variances of the bank that ``prior_variance="bank"`` runs, and ``"auto"`` for the linear model (K = 7, 10⁻³ … 10³)."""

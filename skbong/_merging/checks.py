@@ -5,9 +5,9 @@ them share one structure, prior and classes. Each refusal says why, in the user'
 
 import numpy as np
 
-from . import engine
-from ._base import BongBase
-from ._signature import structural_signature
+from .. import engine
+from .._core.signature import structural_signature
+from .._online.base import BongBase
 
 NOT_COMPARED = ("predictive", "predictive_samples", "on_error", "verbose", "random_state")
 """Parameters that need not agree: they change predictions or error handling, not the

@@ -13,15 +13,18 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from . import _calibration, _conjugate, _inputs, engine
-from ._bank import _MIN_WEIGHT, evidence_discount, evidence_path
-from ._guard import _check_not_forked
-from .exceptions import (
+from .. import engine
+from .._core import inputs as _inputs
+from .._core.guard import _check_not_forked
+from ..exceptions import (
     DivergenceWarning,
     NonFiniteUpdateError,
     OutliersWarning,
     SkippedRowsWarning,
 )
+from . import calibration as _calibration
+from . import conjugate as _conjugate
+from .bank import _MIN_WEIGHT, evidence_discount, evidence_path
 
 REFINE_TOL = 1e-4
 """``fit``'s further passes stop once the mean moves by at most this, relative to
@@ -69,7 +72,7 @@ on labels that carry no signal the fitted mean sits near the prior mean's value.
 
 
 class StreamingMixin:
-    """The streaming half of :class:`~skbong._base.BongBase`: a call's rows through the
+    """The streaming half of :class:`~skbong._online.base.BongBase`: a call's rows through the
     engine, committed atomically."""
 
     def _learn(self, config, X, Y, sample_weight, obs_var):
@@ -173,11 +176,11 @@ class StreamingMixin:
         filter is left does the call fail, and then nothing is changed. The weight of a
         filter is proportional to exp of its cumulative log predictive density of the
         rows (the online evidence; the marginal likelihood in the conjugate case),
-        discounted per row for networks (:func:`~skbong._bank.evidence_discount`).
+        discounted per row for networks (:func:`~skbong._online.bank.evidence_discount`).
 
         Where every filter is the exact conjugate posterior (:meth:`_conjugate_bank`) the
         K filters are computed in closed form from the rows' shared statistics
-        (:mod:`skbong._conjugate`), and one filter, the reference (the live filter of
+        (:mod:`skbong._online.conjugate`), and one filter, the reference (the live filter of
         highest evidence, the widest prior among equals), streams the rows for what needs
         them one at a time: the absurd rows it refuses, the updates it rejects and the
         one-step-ahead predictions that diagnose divergence.
@@ -333,7 +336,7 @@ class StreamingMixin:
 
     def _conjugate_bank(self, config, X, w):
         """Whether the bank's filters are exact conjugate posteriors that
-        :mod:`skbong._conjugate` computes in closed form, and cheaper so: the linear model
+        :mod:`skbong._online.conjugate` computes in closed form, and cheaper so: the linear model
         with one output, Gaussian noise (fixed, or learned with the conjugate coupled
         update), no prequential calibration (its PITs are per row), an exact family
         (``full``), ``rule="bong"`` with ``hessian="lin_hess"``,
@@ -592,7 +595,7 @@ class StreamingMixin:
         (about 3 µs per array, and on a GPU a copy to the device); else the numpy arrays.
         The memo only ever pairs a belief with its own arrays, so it stays right through
         a rolled-back call, and it is not pickled
-        (:meth:`~skbong._posterior.PosteriorMixin.__getstate__`)."""
+        (:meth:`~skbong._core.posterior.PosteriorMixin.__getstate__`)."""
         memo = getattr(self, "_belief_memo", None)
         if memo is not None and memo[0] is belief[0] and memo[1] is belief[1]:
             return memo[2]

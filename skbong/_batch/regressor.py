@@ -1,8 +1,8 @@
-"""VariationalRegressor and VariationalClassifier: batch variational learning to
+"""VariationalRegressor: batch variational learning to
 convergence, by the seed papers' solvers (VOGN, VON, Vprop, Vadam, SLANG, BBB) and IVON.
 
 The same model, likelihood, posterior families and predictives as the Bong estimators
-(:class:`~skbong._posterior.PosteriorMixin` and the regression / classification faces);
+(:class:`~skbong._core.posterior.PosteriorMixin` and the regression / classification faces);
 the learning is :mod:`skbong.engine.solvers` driven one compiled epoch at a time by
 :func:`skbong.engine.solvers.epochs.run_epoch`.
 """
@@ -13,10 +13,9 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from . import _copies
-from ._regression_face import RegressorFace
-from ._variational_base import VariationalBase
-from ._variational_classifier import VariationalClassifier  # noqa: F401  (pickles name it here)
+from .._core import copies as _copies
+from .._online.regression_face import RegressorFace
+from .base import VariationalBase
 
 
 class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
@@ -342,4 +341,4 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
         return self._fit(X, y, sample_weight, incremental=True)
 
 
-__all__ = ["VariationalClassifier", "VariationalRegressor"]
+__all__ = ["VariationalRegressor"]

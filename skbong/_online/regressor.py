@@ -8,11 +8,12 @@ import numpy as np
 from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from . import _copies, engine
-from ._base import BongBase
-from ._calibration import WINDOW_ROWS
-from ._posterior import _check_fitted
-from ._regression_face import RegressorFace
+from .. import engine
+from .._core import copies as _copies
+from .._core.posterior import _check_fitted
+from .base import BongBase
+from .calibration import WINDOW_ROWS
+from .regression_face import RegressorFace
 
 AUTO_FLOAT64_MAX = 101
 """The most parameters of a linear model that ``dtype="auto"`` computes in float64 (100
@@ -57,7 +58,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         Learn an intercept (linear models).
     family : {"auto", "full", "full_moment", "diag", "diag_moment", "dlr"}, default="auto"
         Variational family, the structure of the Gaussian belief. ``"auto"``: ``"full"``
-        for the linear model with at most :data:`~skbong._regressor.AUTO_FULL_MAX`
+        for the linear model with at most :data:`~skbong._online.regressor.AUTO_FULL_MAX`
         parameters (the exact conjugate posterior, BayesianRidge's, at O(P²) per row),
         ``"dlr"`` otherwise (networks, user models, wider linear models); the choice is
         ``family_``. On a linear stream with P = 201 parameters a rank-10 ``"dlr"`` had a
@@ -245,7 +246,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
     dtype : {"auto", "float32", "float64"}, default="auto"
         Working precision (float64 is enabled locally, never globally). ``"auto"`` is
         float64 for the linear model of at most 101 parameters (100 features and an
-        intercept; :data:`~skbong._regressor.AUTO_FLOAT64_MAX`), whose update is exact
+        intercept; :data:`~skbong._online.regressor.AUTO_FLOAT64_MAX`), whose update is exact
         (the Kalman filter) and whose few parameters make double precision cheap (1.2×
         float32's fit time at P = 51, 1.6× at P = 101, 3× from P = 129), and float32 for
         larger linear models, networks and user models. In float32 the Kalman update

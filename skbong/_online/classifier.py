@@ -9,9 +9,9 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-from . import engine
-from ._base import BongBase
-from ._posterior import _check_fitted
+from .. import engine
+from .._core.posterior import _check_fitted
+from .base import BongBase
 
 
 class ClassifierFace:

@@ -6,8 +6,10 @@ import scipy.special
 import scipy.stats
 from sklearn.utils.validation import _num_samples
 
-from . import _calibration, _inputs, engine
-from ._posterior import _check_fitted
+from .. import engine
+from .._core import inputs as _inputs
+from .._core.posterior import _check_fitted
+from . import calibration as _calibration
 
 
 class RegressorFace:
@@ -239,7 +241,7 @@ class RegressorFace:
         a prior bank the quantiles of the bank's mixture (by bisection).
         With the interval calibration (``calibration``) the quantiles are taken at the
         levels that the calibration set's PITs map the tail probabilities to (the kept
-        rows' leave-one-out PITs, or the prequential ones; :mod:`skbong._calibration`):
+        rows' leave-one-out PITs, or the prequential ones; :mod:`skbong._online.calibration`):
         intervals that cover what they claim where the model is misspecified.
 
         Parameters
@@ -271,7 +273,7 @@ class RegressorFace:
         return self._shape_output(ends[0]), self._shape_output(ends[1])
 
     def _calibration_counts(self):
-        """The PIT histogram that calibrates the intervals (:mod:`skbong._calibration`),
+        """The PIT histogram that calibrates the intervals (:mod:`skbong._online.calibration`),
         or ``None``: the prequential one, or the leave-one-out PITs of the kept rows under
         the current belief, computed at the first call after an update and kept until the
         next (every update, reset and merge drops it; the key is the predictive kind).

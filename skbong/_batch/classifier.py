@@ -1,11 +1,11 @@
 """VariationalClassifier: batch variational learning of a classifier to convergence (the
-classification face of :class:`~skbong._variational_base.VariationalBase`; see
-:mod:`skbong._variational` for the regressor)."""
+classification face of :class:`~skbong._batch.base.VariationalBase`; see
+:mod:`skbong._batch.regressor` for the regressor)."""
 
 from sklearn.base import ClassifierMixin
 
-from ._classifier import ClassifierFace
-from ._variational_base import VariationalBase
+from .._online.classifier import ClassifierFace
+from .base import VariationalBase
 
 
 class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):

@@ -16,9 +16,10 @@ import numpy as np
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import _inputs, engine
-from ._guard import _check_not_forked
-from .adapters import _as_model, _framework_of
+from .. import engine
+from ..adapters import _as_model, _framework_of
+from . import inputs as _inputs
+from .guard import _check_not_forked
 
 _PREDICT_BLOCKS = (1, 8, 128, 1024)
 """Row-block sizes of the compiled predictives: a call pads its rows up to the smallest
@@ -375,7 +376,7 @@ class PosteriorMixin:
     def _program_state(self, parts, dt):
         """The belief ``parts`` (a tuple of numpy arrays) as a program argument in dtype
         ``dt``: the JAX arrays it was read from where the stream's memo holds them
-        (:meth:`~skbong._stream.StreamingMixin._engine_belief`; no conversion), else
+        (:meth:`~skbong._online.stream.StreamingMixin._engine_belief`; no conversion), else
         numpy arrays."""
         memo = getattr(self, "_belief_memo", None)
         if memo is not None and memo[0] is parts and parts[0].dtype == dt:

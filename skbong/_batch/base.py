@@ -13,14 +13,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from . import _inputs, engine
-from ._base import AUTO_FULL_MAX
-from ._guard import _check_not_forked
-from ._posterior import PosteriorMixin, _check_fitted
-from ._signature import structural_signature
-from .engine import solvers
-from .engine.solvers import epochs
-from .exceptions import SkippedRowsWarning
+from .. import engine
+from .._core import inputs as _inputs
+from .._core.guard import _check_not_forked
+from .._core.posterior import PosteriorMixin, _check_fitted
+from .._core.signature import structural_signature
+from .._online.base import AUTO_FULL_MAX
+from ..engine import solvers
+from ..engine.solvers import epochs
+from ..exceptions import SkippedRowsWarning
 
 STRUCTURAL = (
     "hidden_layer_sizes",
@@ -183,7 +184,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         """The family of the belief: the estimator's ``family``, except that SLANG keeps
         its low-rank-plus-diagonal precision where ``family`` is ``"diag"``; for
         ``"auto"`` (resolved for ``model`` when a fit starts, ``family_`` after):
-        ``"full"`` for the linear model up to :data:`~skbong._base.AUTO_FULL_MAX`
+        ``"full"`` for the linear model up to :data:`~skbong._online.base.AUTO_FULL_MAX`
         parameters where the solver keeps it, else the solver's first family."""
         if self.family != "auto":
             return solvers.posterior_family(self.solver, self.family, False)
@@ -193,7 +194,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         return solvers.posterior_family(self.solver, "auto", small)
 
     def _signature(self):
-        """The structural parameters by value (:func:`~skbong._signature.structural_signature`)."""
+        """The structural parameters by value (:func:`~skbong._core.signature.structural_signature`)."""
         return structural_signature(self, STRUCTURAL)
 
     def _batch_config(self, n_features, n_outputs, hidden):
@@ -300,7 +301,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
     def _publish_inputs(self, X, w):
         """Set ``input_mean_`` / ``input_scale_`` from the fit's rows: the inputs of the
         linear model and of networks are standardised where a column's root mean square
-        exceeds :data:`skbong._inputs.INPUT_RMS_MAX` (see :mod:`skbong._inputs`; a batch
+        exceeds :data:`skbong._core.inputs.INPUT_RMS_MAX` (see :mod:`skbong._core.inputs`; a batch
         solver's step also depends on the inputs' scale: without it a linear fit on raw
         UCI inputs ended at 1.4-1.6x the RMSE of standardised ones)."""
         affine = _inputs.standardisation(self._batch.model, X, w, self.fit_intercept)

@@ -15,11 +15,11 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from . import engine
-from ._bank import PriorBankMixin
-from ._posterior import PosteriorMixin
-from ._signature import structural_signature
-from ._stream import StreamingMixin
+from .. import engine
+from .._core.posterior import PosteriorMixin
+from .._core.signature import structural_signature
+from .bank import PriorBankMixin
+from .stream import StreamingMixin
 
 STRUCTURAL = (
     "hidden_layer_sizes",
@@ -172,7 +172,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         return hidden
 
     def _signature(self):
-        """The structural parameters by value (:func:`~skbong._signature.structural_signature`),
+        """The structural parameters by value (:func:`~skbong._core.signature.structural_signature`),
         and whether ``prior_variance`` and ``drift`` are ``"auto"``: a bank's filters
         are stacked on a leading axis, so a number may replace a number after a fit, not
         ``"auto"`` (or the reverse)."""

@@ -32,7 +32,7 @@ map stays close to the identity, and uniform u's leave it there up to sampling e
 import numpy as np
 import scipy.special
 
-from ._bank import NETWORK_EVIDENCE_DISCOUNT, evidence_discount
+from .bank import NETWORK_EVIDENCE_DISCOUNT, evidence_discount
 
 N_BINS = 200
 """Bins of the PIT histogram (quantiles interpolate linearly inside a bin)."""
@@ -65,7 +65,7 @@ def add(counts, pit, w, n_outputs, delta=1.0):
 def discount(config):
     """δ of the prequential PIT histogram per row: 1 for the static linear model, whose
     prequential predictions follow the law of the final model's; otherwise the bank's
-    evidence discount for networks (:func:`~skbong._bank.evidence_discount`, 0.99), since
+    evidence discount for networks (:func:`~skbong._online.bank.evidence_discount`, 0.99), since
     a network's early predictions were made by a model that has since changed, and the
     same for a linear model with ``drift`` < 1 or ``process_noise`` (a drifting stream,
     ``drift=0.99``: the PITs of all rows calibrated 90 % intervals to 0.878 prequential
@@ -121,7 +121,7 @@ def loo_pit(y, weights, locs, scales, noise_var, dofs, w):
 
     ``y`` (n, C) are rows the belief has learned with weights ``w`` (n,); ``locs`` and
     ``scales`` (K, n, C) the location and squared scale of each component's predictive
-    at them (:meth:`~skbong._regression_face.RegressionFaceMixin._mixture`), ``noise_var``
+    at them (:meth:`~skbong._online.regression_face.RegressionFaceMixin._mixture`), ``noise_var``
     ŝ (K, C) its noise variance and ``dofs`` 2a (K, C) its degrees of freedom (``inf`` at
     a fixed noise); ``weights`` (K,) the components' weights.
 

@@ -32,12 +32,13 @@ import jax
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from . import _calibration, engine
-from ._guard import _check_not_forked
-from ._merge_checks import _check_together, check_mergeable, check_online
-from ._merge_math import Prior, merge_evidence, merge_gaussians, merge_noise
-from ._stream import _is_sound
-from .exceptions import NonFiniteUpdateError
+from .. import engine
+from .._core.guard import _check_not_forked
+from .._online import calibration as _calibration
+from .._online.stream import _is_sound
+from ..exceptions import NonFiniteUpdateError
+from .algebra import Prior, merge_evidence, merge_gaussians, merge_noise
+from .checks import _check_together, check_mergeable, check_online
 
 
 def _filters(est):

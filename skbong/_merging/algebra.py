@@ -1,5 +1,5 @@
 """The maths of merging Gaussian beliefs learned from one prior (see
-:mod:`skbong._merge`): the natural-parameter sum in each family's representation (the
+:mod:`skbong._merging.merge`): the natural-parameter sum in each family's representation (the
 family's :class:`~skbong.engine.families.merging.MergeAlgebra`), the conjugate noise,
 and the evidence through the log-partition."""
 

@@ -23,7 +23,7 @@ same, bit for bit, as without this step.
 
 import numpy as np
 
-from . import engine
+from .. import engine
 
 INPUT_RMS_MAX = 3.0
 """The largest root mean square of an input column (over the first call's rows) that a
