@@ -110,7 +110,7 @@ def test_skbong_changes_no_jax_setting_unless_asked():
 
 
 def test_default_cache_dir_follows_the_environment(tmp_path, monkeypatch):
-    from skbong._cache import default_cache_dir
+    from skbong.engine.cache import default_cache_dir
 
     monkeypatch.delenv("SKBONG_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
