@@ -66,19 +66,12 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
         The epoch loop and its stopping rule (defaults 1000, 32, True, 1e-4, 20, 1).
     early_stopping, validation_fraction, warm_start : see VariationalRegressor
         Stopping on held-out accuracy, and continuing a fit.
-    predictive : {"auto", "plugin", "linmc", "mc"}, default="auto"
+    predictive : {"plugin", "linmc", "mc"}, default="linmc"
         Posterior predictive of ``predict_proba`` (as in :class:`BongClassifier`).
-        ``"auto"`` is ``"plugin"``: p(y | f(x, μ)) at the posterior mean. The mean-field
-        posterior's linearised predictive adds the variances of the weights as if they
-        were independent, which over-disperses the logits of correlated inputs: at the
-        defaults the plugin's held-out log-loss was lower on wine (0.016 against 0.046),
-        iris, MNIST (0.465 against 0.545, 2,000 images) and, with one 32-unit layer,
-        digits, and within 0.002 or 1 % elsewhere except breast cancer (linear 0.093
-        against 0.092; with the layer 0.108 against 0.097) and linear digits (0.161
-        against 0.147) (:ref:`batch-defaults`).
-        ``"linmc"``: linearised Monte Carlo over ``predictive_samples`` draws of the
-        mean-field posterior; ``"mc"``: Monte Carlo over the network itself. See
-        :ref:`Choosing a configuration <choosing-predictive>` and
+        ``"linmc"``: linearised Monte Carlo over ``predictive_samples`` draws, for
+        calibrated probabilities; ``"mc"``: Monte Carlo over the network itself;
+        ``"plugin"``: p(y | f(x, μ)), no parameter uncertainty, fastest, for point
+        predictions. See :ref:`Choosing a configuration <choosing-predictive>` and
         :doc:`/user_guide/predictive`.
     predictive_samples : int, default=100
         Samples of the ``linmc`` and ``mc`` predictives.
