@@ -326,19 +326,14 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         """Forget everything: draw the seed, build the configuration and the prior."""
         self._seed = _draw_seed(self.random_state)
         config = self._build_config(n_features, n_outputs, hidden)
+        bank = self._bank_spec().is_bank
         with self._x64():
             prior_var = self._prior_variances(config).astype(self._jax_dtype())
-            priors = [
-                engine.prior(config, self._seed, v, self._jax_dtype())
-                for v in np.atleast_2d(prior_var)
-            ]
-            self._prior_mean = np.asarray(priors[0][0])
-            states = [tuple(np.asarray(a) for a in state) for _, state in priors]
-        if self._bank_spec().is_bank:  # filters stacked on a leading axis; weights from the evidence
-            self._state = tuple(np.stack(parts) for parts in zip(*states))
-            self._log_evidence = np.zeros(len(states))
-        else:
-            self._state, self._log_evidence = states[0], None
+            mean0, state = engine.prior(config, self._seed, prior_var, self._jax_dtype())
+            self._prior_mean = np.asarray(mean0)
+            self._state = tuple(np.asarray(a) for a in state)
+        # a bank's filters are stacked on a leading axis; their weights come from the evidence
+        self._log_evidence = np.zeros(len(prior_var)) if bank else None
         self._noise = None
         self._pit_counts = None
         self._window = self._loo_cache = None

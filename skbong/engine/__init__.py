@@ -63,8 +63,9 @@ def prior(config, seed, prior_var, dtype):
         Static configuration.
     seed : int
         Seed of the network initialiser (``fold_in(PRNGKey(seed), 0)``).
-    prior_var : scalar
-        σ₀².
+    prior_var : array (P,) or (K, P)
+        The prior variances; (K, P) for a bank of K filters, whose states come back
+        stacked on a leading axis, in one program call.
     dtype : numpy dtype
         Working dtype.
 
@@ -73,10 +74,13 @@ def prior(config, seed, prior_var, dtype):
     mean0 : array (P,)
         Prior mean.
     state : family state
-        The prior belief.
+        The prior belief (each array with a leading K for a bank).
     """
     mean0 = seeded_init(config.model, seed, dtype)
-    return mean0, init_state(config, mean0, jnp.asarray(prior_var, dtype))
+    prior_var = jnp.asarray(prior_var, dtype)
+    if prior_var.ndim == 2:  # a bank: one prior per row of variances, stacked (K, ...)
+        return mean0, jax.vmap(lambda v: init_state(config, mean0, v))(prior_var)
+    return mean0, init_state(config, mean0, prior_var)
 
 
 @program(static_argnames=("config",))
