@@ -461,10 +461,10 @@ MUTANTS = [
         ("tests/test_poisson.py", "-k", "guard"),
         "the overshoot line search accepts every step",
     ),
-    # ----------------------------------------------------- skbong/engine/solvers.py
+    # -------------------------------------------- skbong/engine/solvers/posterior.py
     Mutant(
         "m-step-second-moment-no-variance",
-        "skbong/engine/solvers.py",
+        "skbong/engine/solvers/posterior.py",
         "    return posterior.mean * posterior.mean + marginal_variances(posterior)",
         "    return posterior.mean * posterior.mean",
         ("tests/test_variational_defaults.py", "-k", "m_step_of_the_final_posterior"),
@@ -664,6 +664,22 @@ MUTANTS = [
         "prior_variance or drift switched from 'auto' to a number after a fit reaches the bank's state",
     ),
     # ------------------------------------------------------------ skbong/_online/stream.py
+    Mutant(
+        "outliers-gap-reversed",
+        "skbong/_online/stream.py",
+        "        rows = np.flatnonzero(keep & (gap > OUTLIER_GAP_NATS))",
+        "        rows = np.flatnonzero(keep & (gap < OUTLIER_GAP_NATS))",
+        ("tests/test_robustness.py", "-k", "outliers"),
+        "the outlier warning counts the rows near the median instead of those far below it",
+    ),
+    Mutant(
+        "outliers-judged-on-the-worst-filter",
+        "skbong/_online/stream.py",
+        "        best = 0 if conjugate else int(np.argmax(np.where(alive, evidence, -np.inf)))",
+        "        best = 0 if conjugate else int(np.argmin(np.where(alive, evidence, np.inf)))",
+        ("tests/test_robustness.py", "-k", "outliers"),
+        "a streamed bank judges the rows by its filter of lowest evidence",
+    ),
     Mutant(
         "bank-pit-weights-after-row",
         "skbong/_online/stream.py",
