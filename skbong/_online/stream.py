@@ -386,10 +386,12 @@ class StreamingMixin:
         elif not len(X):  # nothing learned from this call: the belief is the one before it
             return
         else:
-            if hasattr(self, "predict_proba"):
-                outputs = (self.predict_proba(X),)
-            else:
-                outputs = self.predict(X, return_std=True)
+            # the check itself: invalid values are what it looks for, not news to the caller
+            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+                if hasattr(self, "predict_proba"):
+                    outputs = (self.predict_proba(X),)
+                else:
+                    outputs = self.predict(X, return_std=True)
             outputs = [np.asarray(a, np.float64).reshape(len(X), -1) for a in outputs]
             if all(np.all(np.isfinite(a)) for a in outputs):
                 if not config.impl.likelihood.additive_noise:
