@@ -47,7 +47,7 @@ OUTLIER_MIN_ROWS, OUTLIER_MIN_FRACTION = 5, 0.005
 ``fit`` / ``partial_fit`` warn. On clean data (diabetes, the seven UCI regression sets,
 a synthetic linear set; linear and one 50-unit layer) a call has at most two such rows,
 a network's first predictions; with 1 % or 5 % of the targets moved by 20–50 noise s.d.,
-2,000 rows have 16–20."""
+2,000 rows have 16–21."""
 
 
 def _is_sound(family, state):
