@@ -22,10 +22,11 @@ A score threshold that a configuration does not promise is scikit-learn's
 import warnings
 from numbers import Integral
 
+from sklearn.base import is_classifier
+
 from . import engine
 from ._batch.base import VariationalBase
 from ._online.base import BongBase
-from ._online.classifier import ClassifierFace
 from ._online.poisson import BongPoissonRegressor
 
 SAMPLE_WEIGHT_CHECK = "check_sample_weight_equivalence_on_dense_data"
@@ -50,7 +51,7 @@ def _family(estimator):
 
 def _is_regressor(estimator):
     """A ``BongRegressor`` (Gaussian or Student-t likelihood)."""
-    return not isinstance(estimator, (ClassifierFace, BongPoissonRegressor))
+    return not (isinstance(estimator, BongPoissonRegressor) or is_classifier(estimator))
 
 
 # --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from test_noise import PRIOR_VAR, _data, nig_log_evidence, nig_posterior
 
 from skbong import BongRegressor, SkippedRowsWarning
 from skbong._online import calibration as cal
+from skbong._online import regression_face
 from skbong._online.bank import PRIOR_GRID
 from skbong.engine.models import OUTPUT_BIAS_VARIANCE
 
@@ -258,7 +259,7 @@ def test_loo_pits_are_the_predictives_of_the_other_rows(obs_variance):
         est = _reg(calibration="loo", obs_variance=obs_variance).fit(X, y, sample_weight=weights)
         ref = _loo_pits(X, y, weights, None if obs_variance == "auto" else obs_variance)
         expected = _histogram(ref, weights)
-        np.testing.assert_array_equal(est._calibration_counts(), expected)
+        np.testing.assert_array_equal(regression_face.calibration_counts(est), expected)
 
 
 def test_the_banks_loo_pit_is_the_mixture_under_its_weights():
@@ -271,7 +272,7 @@ def test_the_banks_loo_pit_is_the_mixture_under_its_weights():
     keep = weights >= 1e-9  # the bank leaves out filters of smaller weight
     ref = sum(wk * _loo_pits(X, y, prior_var=v) for wk, v in zip(weights[keep], PRIOR_GRID[keep]))
     ref /= weights[keep].sum()
-    np.testing.assert_array_equal(est._calibration_counts(), _histogram(ref))
+    np.testing.assert_array_equal(regression_face.calibration_counts(est), _histogram(ref))
 
 
 def test_loo_keeps_the_last_rows_it_learned():
@@ -288,11 +289,11 @@ def test_loo_keeps_the_last_rows_it_learned():
     np.testing.assert_array_equal(kept_x, X[learned])
     np.testing.assert_array_equal(kept_y[:, 0], y[learned])
     # the histogram follows the belief: after another update it is recomputed
-    before = est._calibration_counts().copy()
+    before = regression_face.calibration_counts(est).copy()
     est.partial_fit(X[:5], y[:5] + 3.0)
-    assert not np.array_equal(est._calibration_counts(), before)
+    assert not np.array_equal(regression_face.calibration_counts(est), before)
     fresh = _reg(calibration="loo", calibration_rows=30).fit(X[learned[-25:]], y[learned[-25:]])
-    assert fresh._calibration_counts().sum() == 25
+    assert regression_face.calibration_counts(fresh).sum() == 25
 
 
 def test_window_keeps_the_last_rows_and_never_changes_a_shared_one():
@@ -343,7 +344,7 @@ def test_loo_merges_the_shards_rows_and_refuses_networks():
     merged = merge_posteriors(shards)
     kept = cal.kept_rows(merged._window, merged.calibration_rows)[0]
     np.testing.assert_array_equal(kept, np.concatenate([X[i::3] for i in range(3)]))
-    assert merged._calibration_counts().sum() == 60
+    assert regression_face.calibration_counts(merged).sum() == 60
     net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="calibration='prequential'"):
         net.set_params(calibration="loo").partial_fit(X[:5], y[:5])

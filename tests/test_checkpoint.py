@@ -49,6 +49,7 @@ import pytest
 from _subprocess import run_pickled
 
 from skbong import BongClassifier, BongRegressor
+from skbong._online import stream
 
 D, CALL = 3, 8  # every call streams 8 rows: one compiled step buffer per configuration
 N_CALLS, CUT = 5, 2  # checkpoint after the 2nd of 5 calls
@@ -259,7 +260,7 @@ def test_interrupted_call_leaves_the_checkpoint_intact(monkeypatch):
 
         return callback
 
-    monkeypatch.setattr(BongClassifier, "_progress", lambda self, n: interrupt(n))
+    monkeypatch.setattr(stream, "_progress", lambda est, n: interrupt(n))
     with pytest.raises(KeyboardInterrupt, match="stopped by the test's progress callback"):
         _call(est, CUT)
     monkeypatch.undo()

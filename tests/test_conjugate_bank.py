@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 
 from skbong import BongRegressor
 from skbong._online import conjugate as _conjugate
-from skbong._online.stream import StreamingMixin
+from skbong._online import stream
 from skbong.exceptions import NonFiniteUpdateError, SkippedRowsWarning
 
 U = np.finfo(np.float64).eps / 2
@@ -66,7 +66,7 @@ def calls(monkeypatch):
 
 def _streaming(monkeypatch):
     """From here on every bank streams its filters (the closed form is off)."""
-    monkeypatch.setattr(StreamingMixin, "_conjugate_bank", lambda self, config, X, w: False)
+    monkeypatch.setattr(stream, "conjugate_bank", lambda est, config, X, w: False)
 
 
 def _rel(a, b):
@@ -191,14 +191,14 @@ def test_the_reference_is_the_most_lenient_then_the_most_probable_filter():
     fresh = np.zeros(7)
     kept = est._log_evidence
     est._log_evidence = fresh
-    assert est._bank_reference(np.ones(7, bool)) == 6  # σ₀² = 1000
+    assert stream.bank_reference(est, np.ones(7, bool)) == 6  # σ₀² = 1000
     est._log_evidence = kept
     best = int(np.argmax(est.log_evidence_))
     assert best != 6
-    assert est._bank_reference(np.isfinite(est.log_evidence_)) == best
+    assert stream.bank_reference(est, np.isfinite(est.log_evidence_)) == best
     est._log_evidence = np.where(np.arange(7) == best, -np.inf, est._log_evidence)
     second = int(np.argsort(est._log_evidence)[-1])
-    assert est._bank_reference(np.isfinite(est._log_evidence)) == second
+    assert stream.bank_reference(est, np.isfinite(est._log_evidence)) == second
 
 
 @settings(max_examples=15, deadline=None, derandomize=True, database=None,

@@ -48,6 +48,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 
 from skbong import BongClassifier, BongRegressor
+from skbong._online import stream
 
 N, D = 24, 3
 RNG = np.random.default_rng(0)
@@ -346,9 +347,9 @@ def test_the_next_call_gets_the_belief_it_was_read_from_and_never_a_stale_one():
     fit of a fresh estimator."""
     est = _reg(random_state=0).fit(X[:10], Y[:10]).partial_fit(X[10:12], Y[10:12])
     leaves = jax.tree_util.tree_leaves
-    assert all(isinstance(a, jax.Array) for a in leaves(est._engine_belief((est._state, est._noise))))
+    assert all(isinstance(a, jax.Array) for a in leaves(stream.engine_belief(est, (est._state, est._noise))))
     copied = (tuple(a.copy() for a in est._state), est._noise)
-    assert all(isinstance(a, np.ndarray) for a in leaves(est._engine_belief(copied)))
+    assert all(isinstance(a, np.ndarray) for a in leaves(stream.engine_belief(est, copied)))
     est.fit(X[12:], Y[12:])
     fresh = _reg(random_state=0).fit(X[12:], Y[12:])
     for a, b in zip(est._state, fresh._state, strict=True):

@@ -23,6 +23,7 @@ import pytest
 import scipy.stats
 
 from skbong import BongRegressor
+from skbong._online import regression_face
 from skbong.engine.models import OUTPUT_BIAS_VARIANCE
 
 PRIOR_VAR = 0.5
@@ -304,7 +305,7 @@ def test_bank_predictive_is_the_mixture():
 
 
 def _loc_scale(est, X):
-    mean, V_scale = est._mixture(X, "linmc")[1:3]
+    mean, V_scale = regression_face.mixture(est, X, "linmc")[1:3]
     return mean[0, :, 0], np.sqrt(V_scale[0, :, 0])
 
 

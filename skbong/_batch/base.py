@@ -6,7 +6,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
@@ -15,8 +14,9 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 
 from .. import engine
 from .._core import inputs as _inputs
+from .._core import posterior
 from .._core.guard import _check_not_forked
-from .._core.posterior import PosteriorMixin, _check_fitted
+from .._core.posterior import BeliefBase, _check_fitted
 from .._core.signature import structural_signature
 from .._online.base import AUTO_FULL_MAX
 from ..engine import solvers
@@ -74,7 +74,7 @@ def _stalled(curve, window, tol):
     return since >= window
 
 
-class VariationalBase(PosteriorMixin, BaseEstimator):
+class VariationalBase(BeliefBase):
     """Parameters, validation and the epoch loop shared by the batch estimators."""
 
     _parameter_constraints = {
@@ -171,6 +171,12 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         self.dtype = dtype
         self.random_state = random_state
         self.verbose = verbose
+
+    # the belief's public attributes (skbong._core.posterior)
+    posterior_ = property(posterior.posterior)
+    posterior_var_ = property(posterior.posterior_var)
+    dtype_ = property(posterior.dtype)
+    predictive_ = property(posterior.predictive)
 
     # --------------------------------------------------------------- checking
     def _validate_all_params(self):
@@ -345,7 +351,7 @@ class VariationalBase(PosteriorMixin, BaseEstimator):
         rng = check_random_state(self.random_state) if not cont else None
         if not cont:
             self._seed = int(rng.randint(np.iinfo(np.int32).max))
-            self._draws_cache = []  # the sampled predictives' draws (PosteriorMixin._draws)
+            self._draws_cache = []  # the sampled predictives' draws (BeliefBase._draws)
             self._n_out = n_out
             self._hidden = hidden
             self._batch = self._batch_config(X.shape[1], n_out, hidden)

@@ -1,14 +1,15 @@
 """VariationalClassifier: batch variational learning of a classifier to convergence (the
-classification face of :class:`~skbong._batch.base.VariationalBase`; see
+classification face of :mod:`skbong._online.classification_face` on
+:class:`~skbong._batch.base.VariationalBase`; see
 :mod:`skbong._batch.regressor` for the regressor)."""
 
 from sklearn.base import ClassifierMixin
 
-from .._online.classifier import ClassifierFace
+from .._online import classification_face as face
 from .base import VariationalBase
 
 
-class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
+class VariationalClassifier(ClassifierMixin, VariationalBase):
     """Batch variational classification: train a Gaussian posterior to convergence with
     the seed papers' solvers (VOGN, VON, Vprop, Vadam, SLANG, BBB) or IVON.
 
@@ -111,6 +112,20 @@ class VariationalClassifier(ClassifierFace, ClassifierMixin, VariationalBase):
     >>> clf.predict_proba(X[:1]).shape
     (1, 3)
     """
+
+    # the classification face (skbong._online.classification_face): the labels and the predictive
+    _y_numeric = face.Y_NUMERIC
+    _likelihood = face.likelihood
+    _encode_y = face.encode_y
+    _linear_attributes = face.linear_attributes
+    _predictive_kind = face.predictive_kind
+    predict = face.predict
+    predict_proba = face.predict_proba
+    predict_log_proba = face.predict_log_proba
+    sample_proba = face.sample_proba
+
+    def __sklearn_tags__(self):
+        return face.tags(self, super().__sklearn_tags__())
 
     def _decode(self, Y):
         idx = Y.argmax(1) if Y.shape[1] > 1 else Y[:, 0].astype(int)

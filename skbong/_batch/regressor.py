@@ -2,7 +2,8 @@
 convergence, by the seed papers' solvers (VOGN, VON, Vprop, Vadam, SLANG, BBB) and IVON.
 
 The same model, likelihood, posterior families and predictives as the Bong estimators
-(:class:`~skbong._core.posterior.PosteriorMixin` and the regression / classification faces);
+(:class:`~skbong._core.posterior.BeliefBase` and the faces of
+:mod:`skbong._online.regression_face` and :mod:`skbong._online.classification_face`);
 the learning is :mod:`skbong.engine.solvers` driven one compiled epoch at a time by
 :func:`skbong.engine.solvers.epochs.run_epoch`.
 """
@@ -14,11 +15,11 @@ from sklearn.base import RegressorMixin
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._core import copies as _copies
-from .._online.regression_face import RegressorFace
+from .._online import regression_face as face
 from .base import VariationalBase
 
 
-class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
+class VariationalRegressor(RegressorMixin, VariationalBase):
     """Batch variational regression: train a Gaussian posterior to convergence with the
     seed papers' natural-gradient and gradient solvers.
 
@@ -283,6 +284,24 @@ class VariationalRegressor(RegressorFace, RegressorMixin, VariationalBase):
             verbose=verbose,
         )
         self.obs_variance = obs_variance
+
+    # the regression face (skbong._online.regression_face): the targets and the predictive of y
+    _y_numeric = face.Y_NUMERIC
+    _likelihood = face.likelihood
+    _likelihood_dof = face.likelihood_dof
+    _encode_y = face.encode_y
+    _linear_attributes = face.linear_attributes
+    _predictive_kind = face.predictive_kind
+    predict = face.predict
+    predict_interval = face.predict_interval
+    predict_logpdf = face.predict_logpdf
+    sample_y = face.sample_y
+    sample_f = face.sample_f
+    obs_variance_ = property(face.obs_variance)
+    noise_dof_ = property(face.noise_dof)
+
+    def __sklearn_tags__(self):
+        return face.tags(self, super().__sklearn_tags__())
 
     def _learns_noise(self):
         return isinstance(self.obs_variance, str)

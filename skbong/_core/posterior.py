@@ -13,6 +13,7 @@ from numbers import Integral
 import jax
 import jax.numpy as jnp
 import numpy as np
+from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -127,15 +128,21 @@ _PARAM_NAMES = {}
 _SCALARS = frozenset((bool, int, float, str, type(None)))
 
 _TRANSIENT = ("_belief_memo", "_config_cache", "_prior_var_cache", "_loo_cache")
-"""Caches rebuilt on demand, left out of the pickled state (:meth:`PosteriorMixin.__getstate__`)."""
+"""Caches rebuilt on demand, left out of the pickled state (:meth:`BeliefBase.__getstate__`)."""
 
 
-class PosteriorMixin:
-    """Parameter checking, model building and belief-based prediction.
+class BeliefBase(BaseEstimator):
+    """The root of every skbong estimator that holds a Gaussian belief: parameter
+    checking, the working dtype, model building, pickling, and predicting from the
+    belief in compiled row blocks (``_predict_rows``, ``_draw_outputs``), which the
+    faces call. It has no public member: the public attributes of the belief
+    (``posterior_``, ``posterior_var_``, ...) are this module's functions, which the
+    online and batch bases name in their class bodies.
 
     A subclass defines ``_validate_all_params()`` (returning the hidden layer sizes),
     ``_config()`` (the engine :class:`~skbong.engine.Config` of the fitted belief),
-    ``_posterior_family()`` and, for a mixture of beliefs, ``_components()``.
+    ``_posterior_family()``, and, through its face, ``_linear_attributes`` and
+    ``_predictive_kind``; for a mixture of beliefs it names the bank's ``_components``.
     """
 
     def __sklearn_tags__(self):
@@ -310,73 +317,11 @@ class PosteriorMixin:
                 bias = bias - weights @ affine[0]
             self.coef_, self.intercept_ = self._linear_attributes(weights, bias)
 
-    @property
-    def posterior_(self):
-        """The Gaussian belief itself, as the engine's state of read-only numpy copies.
-
-        ``skbong.engine.MeanCov(mean, cov)`` for the ``full`` and ``full_moment``
-        families (``cov`` the covariance Σ, (P, P)) and for ``diag`` / ``diag_moment``
-        (``cov`` the variances, (P,)); ``skbong.engine.DLRState(mean, prec_diag,
-        prec_lr)`` for ``dlr``, the precision Σ⁻¹ = diag(prec_diag) + prec_lr prec_lrᵀ
-        with ``prec_lr`` of shape (P, R). With a prior bank every array has
-        a leading axis over the bank's filters (``prior_weights_``). In the working
-        ``dtype``; a fresh copy on each access.
-        """
-        _check_fitted(self)
-        arrays = []
-        for a in self._state:
-            a = np.array(a)
-            a.flags.writeable = False
-            arrays.append(a)
-        return self._state_class()(*arrays)
-
-    @property
-    def dtype_(self):
-        """The working precision of the belief, ``"float32"`` or ``"float64"``: ``dtype``,
-        or what ``"auto"`` chose for the fitted model."""
-        _check_fitted(self)
-        return np.dtype(self.posterior_mean_.dtype).name
-
-    @property
-    def predictive_(self):
-        """The posterior predictive that ``predict`` and its siblings use by default:
-        ``predictive``, or what ``"auto"`` means for this estimator."""
-        _check_fitted(self)
-        return self._predictive_kind()
-
-    @property
-    def posterior_var_(self):
-        """Posterior marginal variances diag(Σ), shape (P,).
-
-        Computed from the belief on first access after an update (a single-row
-        ``partial_fit`` does not pay for it), then kept.
-        """
-        _check_fitted(self)
-        if getattr(self, "_posterior_var", None) is None:
-            _check_not_forked()
-            cls = self._state_class()
-            parts = self._components()
-            with self._x64():
-                var = [
-                    np.asarray(engine.marginal_var(self._fitted_config, cls(*st)))
-                    for _, st, _ in parts
-                ]
-            if len(parts) == 1:
-                self._posterior_var = var[0]
-            else:  # mixture: E[θ²] − E[θ]² over the bank's filters
-                second = sum(
-                    wt * (v.astype(np.float64) + np.square(st[0], dtype=np.float64))
-                    for (wt, st, _), v in zip(parts, var)
-                )
-                mean = self.posterior_mean_.astype(np.float64)
-                self._posterior_var = (second - mean * mean).astype(self._state[0].dtype)
-        return self._posterior_var
-
     # ------------------------------------------------------------ predicting
     def _program_state(self, parts, dt):
         """The belief ``parts`` (a tuple of numpy arrays) as a program argument in dtype
         ``dt``: the JAX arrays it was read from where the stream's memo holds them
-        (:meth:`~skbong._online.stream.StreamingMixin._engine_belief`; no conversion), else
+        (:func:`~skbong._online.stream.engine_belief`; no conversion), else
         numpy arrays."""
         memo = getattr(self, "_belief_memo", None)
         if memo is not None and memo[0] is parts and parts[0].dtype == dt:
@@ -471,11 +416,74 @@ class PosteriorMixin:
             draws.append((noise, f.astype(np.float64)))
         return rng, draws
 
-    @property
-    def n_params_(self):
-        """Number of model parameters P."""
-        _check_fitted(self)
-        return int(self._prior_mean.shape[0])
 
 
-__all__ = ["PosteriorMixin"]
+def posterior(est):
+    """The Gaussian belief itself, as the engine's state of read-only numpy copies.
+
+    ``skbong.engine.MeanCov(mean, cov)`` for the ``full`` and ``full_moment``
+    families (``cov`` the covariance Σ, (P, P)) and for ``diag`` / ``diag_moment``
+    (``cov`` the variances, (P,)); ``skbong.engine.DLRState(mean, prec_diag,
+    prec_lr)`` for ``dlr``, the precision Σ⁻¹ = diag(prec_diag) + prec_lr prec_lrᵀ
+    with ``prec_lr`` of shape (P, R). With a prior bank every array has
+    a leading axis over the bank's filters (``prior_weights_``). In the working
+    ``dtype``; a fresh copy on each access.
+    """
+    _check_fitted(est)
+    arrays = []
+    for a in est._state:
+        a = np.array(a)
+        a.flags.writeable = False
+        arrays.append(a)
+    return est._state_class()(*arrays)
+
+
+def dtype(est):
+    """The working precision of the belief, ``"float32"`` or ``"float64"``: ``dtype``,
+    or what ``"auto"`` chose for the fitted model."""
+    _check_fitted(est)
+    return np.dtype(est.posterior_mean_.dtype).name
+
+
+def predictive(est):
+    """The posterior predictive that ``predict`` and its siblings use by default:
+    ``predictive``, or what ``"auto"`` means for this estimator."""
+    _check_fitted(est)
+    return est._predictive_kind()
+
+
+def posterior_var(est):
+    """Posterior marginal variances diag(Σ), shape (P,).
+
+    Computed from the belief on first access after an update (a single-row
+    ``partial_fit`` does not pay for it), then kept.
+    """
+    _check_fitted(est)
+    if getattr(est, "_posterior_var", None) is None:
+        _check_not_forked()
+        cls = est._state_class()
+        parts = est._components()
+        with est._x64():
+            var = [
+                np.asarray(engine.marginal_var(est._fitted_config, cls(*st)))
+                for _, st, _ in parts
+            ]
+        if len(parts) == 1:
+            est._posterior_var = var[0]
+        else:  # mixture: E[θ²] − E[θ]² over the bank's filters
+            second = sum(
+                wt * (v.astype(np.float64) + np.square(st[0], dtype=np.float64))
+                for (wt, st, _), v in zip(parts, var)
+            )
+            mean = est.posterior_mean_.astype(np.float64)
+            est._posterior_var = (second - mean * mean).astype(est._state[0].dtype)
+    return est._posterior_var
+
+
+def n_params(est):
+    """Number of model parameters P."""
+    _check_fitted(est)
+    return int(est._prior_mean.shape[0])
+
+
+__all__ = ["BeliefBase", "dtype", "n_params", "posterior", "posterior_var", "predictive"]

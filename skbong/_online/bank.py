@@ -5,7 +5,11 @@ The bank runs one filter per pair (prior variance, drift) of the product of the 
 grids (:data:`PRIOR_GRID` or the fixed ``prior_variance``, times :data:`DRIFT_GRID` or
 the fixed ``drift``), prior-major. Its filters are stacked on a leading axis of
 ``_state`` (and ``_noise``), and ``_log_evidence`` holds each filter's cumulative log
-predictive density (``None`` without a bank); :mod:`skbong._online.base` runs them.
+predictive density (``None`` without a bank); :mod:`skbong._online.stream` runs them.
+
+The functions of the estimator ``est`` below are the bank's face on the estimator:
+:class:`~skbong._online.base.BongBase` names them in its class body (``_components``,
+``prior_weights_``, ...).
 """
 
 import functools
@@ -133,128 +137,128 @@ def evidence_path(log_evidence, log_lik, delta):
     return np.where(alive[:, None], path, -np.inf)
 
 
-class PriorBankMixin:
-    """The bank's fitted attributes and the components predictions mix (one filter of
-    weight 1 without a bank)."""
+def of(est):
+    """The :class:`Bank` of the current parameters for the estimator's model."""
+    linear = est.model is None and not est._model_params()
+    return Bank.resolve(est.prior_variance, est.drift, linear)
 
-    def _bank_spec(self):
-        """The :class:`Bank` of the current parameters for the estimator's model."""
-        linear = self.model is None and not self._model_params()
-        return Bank.resolve(self.prior_variance, self.drift, linear)
 
-    def _filter_weights(self):
-        """Posterior weight of every filter of the bank, (K,): the softmax of the log
-        evidence (zero for a dropped filter)."""
-        log_w = self._log_evidence - np.max(self._log_evidence)
-        weights = np.exp(log_w)
-        return weights / weights.sum()
+def filter_weights(est):
+    """Posterior weight of every filter of the bank, (K,): the softmax of the log
+    evidence (zero for a dropped filter)."""
+    log_w = est._log_evidence - np.max(est._log_evidence)
+    weights = np.exp(log_w)
+    return weights / weights.sum()
 
-    def _components(self, static_only=False):
-        """The filters that predictions use: ``(weight, state, noise)`` with the state
-        and noise as tuples of numpy arrays (noise None when it is fixed). One filter of
-        weight 1, or the bank's filters of weight ≥ :data:`_MIN_WEIGHT` (renormalised);
-        ``static_only``: the bank's filters of drift 1 only (``drift="auto"``)."""
-        if self._log_evidence is None:
-            return [(1.0, self._state, self._noise)]
-        weights = self._filter_weights()
-        if static_only:
-            weights = np.where(self._bank_spec().grid()[1] == 1.0, weights, 0.0)
-            weights = weights / weights.sum()
-        keep = np.flatnonzero(weights >= _MIN_WEIGHT)
-        total = weights[keep].sum()
-        return [
-            (
-                weights[k] / total,
-                tuple(a[k] for a in self._state),
-                None if self._noise is None else tuple(a[k] for a in self._noise),
-            )
-            for k in keep
-        ]
 
-    def _require_bank(self, name, param=None):
-        """Refuse the bank attribute ``name`` unless fitted with a bank (over ``param``
-        if given: ``"prior_variance"`` or ``"drift"``)."""
-        _check_fitted(self)
-        if param is None and self._log_evidence is None:
-            raise AttributeError(f"{name} exists only with a bank of filters ({_BANKS})")
-        if param is None:
-            return
-        spec = self._bank_spec()
-        banked = spec.learns_prior if param == "prior_variance" else spec.learns_drift
-        if self._log_evidence is None or not banked:
-            how = "'bank', or 'auto' for the linear model" if param == "prior_variance" else "'auto'"
-            raise AttributeError(f"{name} exists only when a bank learns {param} ({param}={how})")
+def components(est, static_only=False):
+    """The filters that predictions use: ``(weight, state, noise)`` with the state
+    and noise as tuples of numpy arrays (noise None when it is fixed). One filter of
+    weight 1, or the bank's filters of weight ≥ :data:`_MIN_WEIGHT` (renormalised);
+    ``static_only``: the bank's filters of drift 1 only (``drift="auto"``)."""
+    if est._log_evidence is None:
+        return [(1.0, est._state, est._noise)]
+    weights = filter_weights(est)
+    if static_only:
+        weights = np.where(of(est).grid()[1] == 1.0, weights, 0.0)
+        weights = weights / weights.sum()
+    keep = np.flatnonzero(weights >= _MIN_WEIGHT)
+    total = weights[keep].sum()
+    return [
+        (
+            weights[k] / total,
+            tuple(a[k] for a in est._state),
+            None if est._noise is None else tuple(a[k] for a in est._noise),
+        )
+        for k in keep
+    ]
 
-    def _weight_table(self):
-        """The filters' weights as a (priors, drifts) table (the bank's product grid)."""
-        return self._filter_weights().reshape(-1, len(self._bank_spec().drifts))
 
-    @property
-    def prior_weights_(self):
-        """Posterior weights of the bank's prior variances (a prior bank),
-        shape (7,), aligned with ``prior_grid_``: the filters' weights, each proportional
-        to the exp of the filter's cumulative log predictive density (zero for a dropped
-        filter), summed over the drifts of ``drift="auto"``."""
-        self._require_bank("prior_weights_", "prior_variance")
-        return self._weight_table().sum(axis=1)
+def _require_bank(est, name, param=None):
+    """Refuse the bank attribute ``name`` unless fitted with a bank (over ``param``
+    if given: ``"prior_variance"`` or ``"drift"``)."""
+    _check_fitted(est)
+    if param is None and est._log_evidence is None:
+        raise AttributeError(f"{name} exists only with a bank of filters ({_BANKS})")
+    if param is None:
+        return
+    spec = of(est)
+    banked = spec.learns_prior if param == "prior_variance" else spec.learns_drift
+    if est._log_evidence is None or not banked:
+        how = "'bank', or 'auto' for the linear model" if param == "prior_variance" else "'auto'"
+        raise AttributeError(f"{name} exists only when a bank learns {param} ({param}={how})")
 
-    @property
-    def drift_weights_(self):
-        """Posterior weights of the bank's drifts (``drift="auto"``), shape (3,), aligned
-        with ``drift_grid_``: the filters' weights summed over the prior variances of
-        a prior bank."""
-        self._require_bank("drift_weights_", "drift")
-        return self._weight_table().sum(axis=0)
 
-    @property
-    def log_evidence_(self):
-        """Cumulative log predictive density of every row learned, per filter of the
-        bank (a prior bank and/or ``drift="auto"``), shape (K,), aligned
-        with the rows of ``bank_grid_``: Σₜ wₜ log p(yₜ | xₜ, past), the online evidence
-        (for the linear-Gaussian model, the log marginal likelihood of that filter's
-        state-space model; for networks each row's term is discounted by 0.99 per later
-        row, see :func:`evidence_discount`); ``-inf`` for a dropped filter."""
-        self._require_bank("log_evidence_")
-        return self._log_evidence.copy()
+def _weight_table(est):
+    """The filters' weights as a (priors, drifts) table (the bank's product grid)."""
+    return filter_weights(est).reshape(-1, len(of(est).drifts))
 
-    @property
-    def bank_grid_(self):
-        """The bank's filters (a prior bank and/or ``drift="auto"``), shape
-        (K, 2): the prior variance and the drift of each, aligned with ``log_evidence_``."""
-        self._require_bank("bank_grid_")
-        return np.stack(self._bank_spec().grid(), axis=1)
 
-    @property
-    def prior_grid_(self):
-        """The bank's prior variances (a prior bank), shape (7,)."""
-        self._require_bank("prior_grid_", "prior_variance")
-        return PRIOR_GRID.copy()
+def prior_weights(est):
+    """Posterior weights of the bank's prior variances (a prior bank),
+    shape (7,), aligned with ``prior_grid_``: the filters' weights, each proportional
+    to the exp of the filter's cumulative log predictive density (zero for a dropped
+    filter), summed over the drifts of ``drift="auto"``."""
+    _require_bank(est, "prior_weights_", "prior_variance")
+    return _weight_table(est).sum(axis=1)
 
-    @property
-    def drift_grid_(self):
-        """The bank's drifts (``drift="auto"``), shape (3,)."""
-        self._require_bank("drift_grid_", "drift")
-        return DRIFT_GRID.copy()
 
-    @property
-    def prior_variance_(self):
-        """The prior variance in use: ``prior_variance``, or with ``"auto"`` the bank's
-        value of largest weight (``prior_weights_``)."""
-        _check_fitted(self)
-        spec = self._bank_spec()
-        if self._log_evidence is None or not spec.learns_prior:
-            return float(spec.priors[0])
-        return float(PRIOR_GRID[np.argmax(self._weight_table().sum(axis=1))])
+def drift_weights(est):
+    """Posterior weights of the bank's drifts (``drift="auto"``), shape (3,), aligned
+    with ``drift_grid_``: the filters' weights summed over the prior variances of
+    a prior bank."""
+    _require_bank(est, "drift_weights_", "drift")
+    return _weight_table(est).sum(axis=0)
 
-    @property
-    def drift_(self):
-        """The drift in use: ``drift``, or with ``"auto"`` the bank's value of largest
-        weight (``drift_weights_``)."""
-        _check_fitted(self)
-        spec = self._bank_spec()
-        if self._log_evidence is None or not spec.learns_drift:
-            return float(spec.drifts[0])
-        return float(DRIFT_GRID[np.argmax(self._weight_table().sum(axis=0))])
+
+def log_evidence(est):
+    """Cumulative log predictive density of every row learned, per filter of the
+    bank (a prior bank and/or ``drift="auto"``), shape (K,), aligned
+    with the rows of ``bank_grid_``: Σₜ wₜ log p(yₜ | xₜ, past), the online evidence
+    (for the linear-Gaussian model, the log marginal likelihood of that filter's
+    state-space model; for networks each row's term is discounted by 0.99 per later
+    row, see :func:`evidence_discount`); ``-inf`` for a dropped filter."""
+    _require_bank(est, "log_evidence_")
+    return est._log_evidence.copy()
+
+
+def bank_grid(est):
+    """The bank's filters (a prior bank and/or ``drift="auto"``), shape
+    (K, 2): the prior variance and the drift of each, aligned with ``log_evidence_``."""
+    _require_bank(est, "bank_grid_")
+    return np.stack(of(est).grid(), axis=1)
+
+
+def prior_grid(est):
+    """The bank's prior variances (a prior bank), shape (7,)."""
+    _require_bank(est, "prior_grid_", "prior_variance")
+    return PRIOR_GRID.copy()
+
+
+def drift_grid(est):
+    """The bank's drifts (``drift="auto"``), shape (3,)."""
+    _require_bank(est, "drift_grid_", "drift")
+    return DRIFT_GRID.copy()
+
+
+def prior_variance(est):
+    """The prior variance in use: ``prior_variance``, or with ``"auto"`` the bank's
+    value of largest weight (``prior_weights_``)."""
+    _check_fitted(est)
+    spec = of(est)
+    if est._log_evidence is None or not spec.learns_prior:
+        return float(spec.priors[0])
+    return float(PRIOR_GRID[np.argmax(_weight_table(est).sum(axis=1))])
+
+
+def drift(est):
+    """The drift in use: ``drift``, or with ``"auto"`` the bank's value of largest
+    weight (``drift_weights_``)."""
+    _check_fitted(est)
+    spec = of(est)
+    if est._log_evidence is None or not spec.learns_drift:
+        return float(spec.drifts[0])
+    return float(DRIFT_GRID[np.argmax(_weight_table(est).sum(axis=0))])
 
 
 __all__ = [
@@ -262,7 +266,6 @@ __all__ = [
     "DRIFT_GRID",
     "NETWORK_PRIOR_VARIANCE",
     "PRIOR_GRID",
-    "PriorBankMixin",
     "evidence_path",
     "evidence_discount",
 ]

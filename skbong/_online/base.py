@@ -11,15 +11,14 @@ import os
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from .. import engine
-from .._core.posterior import PosteriorMixin
+from .._core import posterior
+from .._core.posterior import BeliefBase
 from .._core.signature import structural_signature
-from .bank import PriorBankMixin
-from .stream import StreamingMixin
+from . import bank
 
 STRUCTURAL = (
     "hidden_layer_sizes",
@@ -70,8 +69,19 @@ def _seed_of_int(value):
     return int(check_random_state(value).randint(np.iinfo(np.int32).max))
 
 
-class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
-    """Parameters, validation and streaming shared by the BONG estimators."""
+class BongBase(BeliefBase):
+    """Parameters, validation and the engine configuration shared by the BONG estimators.
+
+    An estimator on this base names its face in its class body (``_encode_y``,
+    ``_linear_attributes``, ``_predictive_kind``, its likelihood ``_likelihood(C)`` and
+    its public prediction methods; :mod:`skbong._online.regression_face`,
+    :mod:`skbong._online.classification_face`), and its ``fit`` / ``partial_fit`` call the
+    driver, :func:`skbong._online.stream.fit_rows`. The defaults below of the
+    observation model's choices (``_learns_noise``, ``_noise_discount``,
+    ``_noise_coupled``, ``_pit_kind``, ``_window_rows``, ``_likelihood_dof``,
+    ``_auto_family``) hold for a likelihood without a noise to learn; the regressor
+    defines its own.
+    """
 
     _parameter_constraints = {
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
@@ -147,6 +157,26 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
+    # the belief's public attributes (skbong._core.posterior)
+    posterior_ = property(posterior.posterior)
+    posterior_var_ = property(posterior.posterior_var)
+    dtype_ = property(posterior.dtype)
+    predictive_ = property(posterior.predictive)
+    n_params_ = property(posterior.n_params)
+
+    # the bank of filters (bank.py): the filters predictions mix, their evidence and weights
+    _bank_spec = bank.of
+    _filter_weights = bank.filter_weights
+    _components = bank.components
+    prior_weights_ = property(bank.prior_weights)
+    drift_weights_ = property(bank.drift_weights)
+    log_evidence_ = property(bank.log_evidence)
+    bank_grid_ = property(bank.bank_grid)
+    prior_grid_ = property(bank.prior_grid)
+    drift_grid_ = property(bank.drift_grid)
+    prior_variance_ = property(bank.prior_variance)
+    drift_ = property(bank.drift)
+
     def _poor_score(self):
         """scikit-learn's ``poor_score`` tag: True for the plain-gradient rules (BOG,
         BBB), whose one-pass score depends on a ``learning_rate`` tuned to the data's
@@ -154,10 +184,6 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         dataset (doc: scikit-learn compatibility)."""
         rule = engine.RULES.get(self.rule) if isinstance(self.rule, str) else None
         return rule is not None and not rule.natural
-
-    # ------------------------------------------------------------------ hooks
-    # Subclasses define: _likelihood(), _n_outputs(), _encode_y(y, first) and the
-    # public fit / partial_fit signatures.
 
     # --------------------------------------------------------------- checking
     def _validate_all_params(self):
@@ -337,7 +363,7 @@ class BongBase(StreamingMixin, PriorBankMixin, PosteriorMixin, BaseEstimator):
         self._noise = None
         self._pit_counts = None
         self._window = self._loo_cache = None
-        self._draws_cache = []  # the sampled predictives' draws (PosteriorMixin._draws)
+        self._draws_cache = []  # the sampled predictives' draws (BeliefBase._draws)
         self._fit_signature = self._signature()
         self.family_ = config.family
         self._config_cache = (self._checked[0], config)

@@ -121,7 +121,7 @@ def loo_pit(y, weights, locs, scales, noise_var, dofs, w):
 
     ``y`` (n, C) are rows the belief has learned with weights ``w`` (n,); ``locs`` and
     ``scales`` (K, n, C) the location and squared scale of each component's predictive
-    at them (:meth:`~skbong._online.regression_face.RegressionFaceMixin._mixture`), ``noise_var``
+    at them (:func:`~skbong._online.regression_face.mixture`), ``noise_var``
     ŝ (K, C) its noise variance and ``dofs`` 2a (K, C) its degrees of freedom (``inf`` at
     a fixed noise); ``weights`` (K,) the components' weights.
 

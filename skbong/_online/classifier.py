@@ -2,182 +2,15 @@
 
 from numbers import Integral
 
-import numpy as np
-import scipy.special
 from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import column_or_1d
 
-from .. import engine
-from .._core.posterior import _check_fitted
+from . import classification_face as face
+from . import stream
 from .base import BongBase
 
 
-class ClassifierFace:
-    """The classification face of an estimator with a Gaussian belief (a mixin placed
-    before ``ClassifierMixin`` and the belief's base class): the Bernoulli (two classes)
-    or categorical likelihood, label encoding, and the posterior predictive
-    (``predict_proba`` under ``predictive``, ``sample_proba``).
-    """
-
-    _y_numeric = False
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.poor_score = self._poor_score()
-        return tags
-
-    def _likelihood(self, n_outputs):
-        return "bernoulli" if n_outputs == 1 else "categorical"
-
-    def _encode_y(self, y, first, classes=None):
-        plain = (  # integer labels of a stream against integer classes_: nothing to check
-            not first
-            and classes is None
-            and type(y) is np.ndarray
-            and y.ndim == 1
-            and y.dtype.kind in "biu"
-            and self.classes_.dtype.kind in "biu"
-        )
-        if not plain:
-            y = column_or_1d(y, warn=True)
-            check_classification_targets(y)
-        if first:
-            labels = np.unique(y) if classes is None else np.unique(np.asarray(classes))
-            if classes is not None and len(labels) != len(classes):
-                raise ValueError("classes contains duplicate labels")
-            if len(labels) < 2:
-                raise ValueError(
-                    f"{type(self).__name__} needs samples of at least 2 classes; got only one class {labels.tolist()}"
-                )
-            self.classes_ = labels
-        elif classes is not None and not np.array_equal(
-            np.unique(np.asarray(classes)), self.classes_
-        ):
-            raise ValueError(
-                f"classes={list(classes)} differs from the classes given on the first call "
-                f"({self.classes_.tolist()}); call fit() to start again"
-            )
-        k = len(self.classes_)
-        if plain:  # classes_ is sorted: y is a class where it equals its insertion point's
-            idx = np.searchsorted(self.classes_, y)
-            unseen = (idx == k) | (self.classes_[np.minimum(idx, k - 1)] != y)
-        else:  # labels of any type: checked before they are looked up
-            unseen = ~np.isin(y, self.classes_)
-        if np.any(unseen):
-            raise ValueError(
-                f"y contains label(s) {np.unique(y[unseen]).tolist()} not in classes_ "
-                f"{self.classes_.tolist()}"
-            )
-        if not plain:
-            idx = np.searchsorted(self.classes_, y)
-        Y = idx[:, None].astype(np.float64) if k == 2 else np.eye(k)[idx]
-        return Y, (1 if k == 2 else k), 1.0
-
-    def _linear_attributes(self, weights, bias):
-        return weights, bias
-
-    def predict_log_proba(self, X):
-        """Log posterior predictive class probabilities under ``predictive``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-            Log probabilities, columns ordered as ``classes_``.
-        """
-        _check_fitted(self)
-        kind = self._predictive_kind()
-        n_samples = int(self.predictive_samples)
-        logps, log_w = [], []
-        for wt, state, _ in self._components():  # one filter, or the prior-variance bank
-            (logp,) = self._predict_rows(
-                X,
-                lambda cfg, st, x, key, thetas=None: (
-                    engine.predict_log_proba(cfg, st, x, key, kind, n_samples, thetas),
-                ),
-                state=state,
-                sampled=kind != "plugin",
-            )
-            logps.append(logp.astype(np.float64))
-            log_w.append(np.log(wt))
-        if len(logps) == 1:
-            return logps[0]
-        return scipy.special.logsumexp(np.array(logps) + np.array(log_w)[:, None, None], axis=0)
-
-    def _predictive_kind(self):
-        """The predictive in use: ``predictive``, with ``"auto"`` resolved to ``"plugin"``
-        (measured: :ref:`which-predictive`)."""
-        return "plugin" if self.predictive == "auto" else self.predictive
-
-    def predict_proba(self, X):
-        """Posterior predictive class probabilities under ``predictive``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Probabilities (rows sum to one), columns ordered as ``classes_``.
-        """
-        proba = np.exp(self.predict_log_proba(X))
-        return proba / proba.sum(axis=1, keepdims=True)
-
-    def sample_proba(self, X, n_samples=1, random_state=None):
-        """Draw class probabilities p(y | f(x, θ)), θ ~ q, from the posterior.
-
-        Each draw is the sigmoid (two classes) or softmax of the logits f(x, θ) at one
-        parameter sample, shared by all rows of the draw; with
-        a prior bank each draw comes from one filter of the bank, chosen
-        with its weight. The average of many draws is the ``predictive="mc"``
-        probability of :meth:`predict_proba`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples_X, n_features)
-            Inputs.
-        n_samples : int, default=1
-            Draws per row.
-        random_state : int, RandomState instance or None, default=None
-            Seed of the draws.
-
-        Returns
-        -------
-        proba_samples : ndarray of shape (n_samples_X, n_classes, n_samples)
-            Draws (each sums to one over the classes), columns ordered as ``classes_``.
-        """
-        _, draws = self._draw_outputs(X, n_samples, random_state)
-        f = np.concatenate([f for _, f in draws], axis=-1)  # (n, C, S)
-        if f.shape[1] == 1:  # Bernoulli: one logit
-            return np.concatenate([scipy.special.expit(-f), scipy.special.expit(f)], axis=1)
-        return scipy.special.softmax(f, axis=1)
-
-    def predict(self, X):
-        """Most probable class under the posterior predictive.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-            Predicted labels.
-        """
-        log_proba = self.predict_log_proba(X)
-        return self.classes_[np.argmax(log_proba, axis=1)]
-
-
-class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
+class BongClassifier(ClassifierMixin, BongBase):
     """Online Bayesian classification by the BONG family (Jones, Chang & Murphy, 2024).
 
     Two classes use a Bernoulli likelihood on one logit; more use a categorical
@@ -449,6 +282,20 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         )
         self.refine = refine
 
+    # the classification face (classification_face.py): the labels and the predictive
+    _y_numeric = face.Y_NUMERIC
+    _likelihood = face.likelihood
+    _encode_y = face.encode_y
+    _linear_attributes = face.linear_attributes
+    _predictive_kind = face.predictive_kind
+    predict = face.predict
+    predict_proba = face.predict_proba
+    predict_log_proba = face.predict_log_proba
+    sample_proba = face.sample_proba
+
+    def __sklearn_tags__(self):
+        return face.tags(self, super().__sklearn_tags__())
+
     def fit(self, X, y, sample_weight=None):
         """Forget everything, then learn from the rows of X in order.
 
@@ -466,7 +313,7 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         self : BongClassifier
             The fitted estimator.
         """
-        return self._fit_rows(X, y, sample_weight, reset=True)
+        return stream.fit_rows(self, X, y, sample_weight, reset=True)
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Continue learning from the current posterior with the rows of X in order.
@@ -490,4 +337,4 @@ class BongClassifier(ClassifierFace, ClassifierMixin, BongBase):
         """
         if not hasattr(self, "_state") and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit")
-        return self._fit_rows(X, y, sample_weight, reset=False, classes=classes)
+        return stream.fit_rows(self, X, y, sample_weight, reset=False, classes=classes)

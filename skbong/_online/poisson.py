@@ -11,6 +11,7 @@ from sklearn.utils.validation import column_or_1d
 
 from .. import engine
 from .._core.posterior import _check_fitted
+from . import stream
 from .base import BongBase
 
 _HERMITE_NODES = 40
@@ -447,7 +448,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         self : BongPoissonRegressor
             The fitted estimator.
         """
-        return self._fit_rows(X, y, sample_weight, reset=True)
+        return stream.fit_rows(self, X, y, sample_weight, reset=True)
 
     def partial_fit(self, X, y, sample_weight=None):
         """Continue learning from the current posterior with the rows of X in order.
@@ -466,7 +467,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         self : BongPoissonRegressor
             The updated estimator.
         """
-        return self._fit_rows(X, y, sample_weight, reset=False)
+        return stream.fit_rows(self, X, y, sample_weight, reset=False)
 
 
 __all__ = ["BongPoissonRegressor"]

@@ -11,9 +11,10 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from .. import engine
 from .._core import copies as _copies
 from .._core.posterior import _check_fitted
+from . import regression_face as face
+from . import stream
 from .base import BongBase
 from .calibration import WINDOW_ROWS
-from .regression_face import RegressorFace
 
 AUTO_FLOAT64_MAX = 101
 """The most parameters of a linear model that ``dtype="auto"`` computes in float64 (100
@@ -32,7 +33,7 @@ RAW_SCALE = 10.0
 targets almost never reach it)."""
 
 
-class BongRegressor(RegressorFace, RegressorMixin, BongBase):
+class BongRegressor(RegressorMixin, BongBase):
     """Online Bayesian regression by the BONG family (Jones, Chang & Murphy, 2024).
 
     A Gaussian belief over the parameters θ of a model f(x, θ) (linear by default,
@@ -417,6 +418,22 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         self.calibration = calibration
         self.calibration_rows = calibration_rows
 
+    # the regression face (regression_face.py): the targets and the predictive of y
+    _y_numeric = face.Y_NUMERIC
+    _encode_y = face.encode_y
+    _linear_attributes = face.linear_attributes
+    _predictive_kind = face.predictive_kind
+    predict = face.predict
+    predict_interval = face.predict_interval
+    predict_logpdf = face.predict_logpdf
+    sample_y = face.sample_y
+    sample_f = face.sample_f
+    obs_variance_ = property(face.obs_variance)
+    noise_dof_ = property(face.noise_dof)
+
+    def __sklearn_tags__(self):
+        return face.tags(self, super().__sklearn_tags__())
+
     def _auto_family(self, model):
         """``"full"`` for the linear model up to :data:`AUTO_FULL_MAX` parameters: the
         Kalman filter, the exact (normal–inverse-gamma) posterior; ``"dlr"`` otherwise."""
@@ -468,7 +485,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
     def _calibration_kind(self, model):
         """``calibration`` resolved for this engine model: ``"auto"`` is ``"loo"`` for the
         static linear model, ``"prequential"`` for a drifting one, ``"evidence"`` (both
-        kept, :meth:`_calibration_counts` chooses) for the linear model with
+        kept, :func:`~skbong._online.regression_face.calibration_counts` chooses) for the linear model with
         ``drift="auto"`` and no process noise, and ``None`` otherwise; ``"loo"`` needs the
         linear model."""
         linear = engine.models.is_linear(model)
@@ -594,7 +611,7 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         """
         if _copies.is_network(self):
             _copies.warn_if_mostly_copies(X, y)
-        return self._fit_rows(X, y, sample_weight, reset=True)
+        return stream.fit_rows(self, X, y, sample_weight, reset=True)
 
     def partial_fit(self, X, y, sample_weight=None):
         """Continue learning from the current posterior with the rows of X in order.
@@ -613,4 +630,4 @@ class BongRegressor(RegressorFace, RegressorMixin, BongBase):
         self : BongRegressor
             The updated estimator.
         """
-        return self._fit_rows(X, y, sample_weight, reset=False)
+        return stream.fit_rows(self, X, y, sample_weight, reset=False)

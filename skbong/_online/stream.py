@@ -5,6 +5,13 @@ compiled engine over its rows, checks the result once on the host (the family's
 soundness check), and either commits the new belief with its counters or leaves the
 estimator exactly as it was; a refused row raises with a diagnosis, or with
 ``on_error="skip"`` is replayed around and counted, with a warning.
+
+This is the online estimators' driver: functions of the estimator ``est``, which its
+``fit`` and ``partial_fit`` call (:func:`fit_rows`). They read the parameters, the
+configuration and the belief through :class:`~skbong._online.base.BongBase`, the bank
+through :mod:`skbong._online.bank`, and three hooks of the estimator's face:
+``est._encode_y`` (the targets), ``est._learns_noise()`` and ``est._window_rows(model)``
+(the interval calibration's window).
 """
 
 import warnings
@@ -28,7 +35,7 @@ from .bank import _MIN_WEIGHT, evidence_discount, evidence_path
 
 REFINE_TOL = 1e-4
 """``fit``'s further passes stop once the mean moves by at most this, relative to
-1 + max |θ̄| (:meth:`StreamingMixin._refine`)."""
+1 + max |θ̄| (:func:`_refine`)."""
 
 DIVERGENCE_MIN_ROWS = 20
 """A call's rows of nonzero weight below which no divergence is diagnosed."""
@@ -71,858 +78,877 @@ an overshooting filter falls by several nats per row (a broad prior on iris: 10)
 on labels that carry no signal the fitted mean sits near the prior mean's value."""
 
 
-class StreamingMixin:
-    """The streaming half of :class:`~skbong._online.base.BongBase`: a call's rows through the
-    engine, committed atomically."""
+def learn(est, config, X, Y, sample_weight, obs_var):
+    """Stream rows into the belief; commit only if every update was valid.
 
-    def _learn(self, config, X, Y, sample_weight, obs_var):
-        """Stream rows into the belief; commit only if every update was valid.
-
-        The compiled stream keeps the previous belief, and flags the step, wherever an
-        update gives a non-finite state or one that fails the family's ``is_valid``. For
-        the dense families a positive diagonal does not make Σ positive definite, and a
-        Cholesky factorisation on every step would add O(P³) work to the O(P² C) Woodbury
-        step; so the belief is checked once, after the call's stream (:func:`_is_sound`:
-        Σ positive definite, or the dlr marginal variances positive). Only if that check
-        fails is the call replayed from the belief before it (:meth:`_replay`), to reject
-        the steps that make it fail.
-        """
-        dt = self._jax_dtype()
-        size, n_rows = int(self.batch_size), X.shape[0]
-        w = np.ones(n_rows, dt) if sample_weight is None else np.asarray(sample_weight, dt)
-        # the rows as the engine sees them (a network's standardisation); the calibration
-        # window and the checks that predict keep the user's rows
-        engine_X = _inputs.engine_inputs(self, X).astype(dt, copy=False)
-        raw = engine_X if getattr(self, "_input_standardisation", None) is None else X
-        X = engine_X
-        Y = Y.astype(dt, copy=False)
-        hyper = self._hyper(obs_var, config)
-        noise = self._noise
-        if config.learn_noise and noise is None:  # start learning from the value in use
-            lead = () if self._log_evidence is None else (len(self._log_evidence),)
-            a0 = np.full(lead + (len(obs_var),), engine.noise.PRIOR_DOF, dt)
-            noise = (a0, (a0 * obs_var).astype(dt))
-        elif not config.learn_noise:
-            noise = None
-        if self._log_evidence is not None:
-            return self._learn_bank(config, hyper, X, Y, w, noise, obs_var, raw)
-        (new_state, new_noise), ok, sound, z, log_lik = self._run(
-            config, (self._state, noise), hyper, X, Y, w, self._n_steps, self._progress(n_rows)
+    The compiled stream keeps the previous belief, and flags the step, wherever an
+    update gives a non-finite state or one that fails the family's ``is_valid``. For
+    the dense families a positive diagonal does not make Σ positive definite, and a
+    Cholesky factorisation on every step would add O(P³) work to the O(P² C) Woodbury
+    step; so the belief is checked once, after the call's stream (:func:`_is_sound`:
+    Σ positive definite, or the dlr marginal variances positive). Only if that check
+    fails is the call replayed from the belief before it (:func:`_replay`), to reject
+    the steps that make it fail.
+    """
+    dt = est._jax_dtype()
+    size, n_rows = int(est.batch_size), X.shape[0]
+    w = np.ones(n_rows, dt) if sample_weight is None else np.asarray(sample_weight, dt)
+    # the rows as the engine sees them (a network's standardisation); the calibration
+    # window and the checks that predict keep the user's rows
+    engine_X = _inputs.engine_inputs(est, X).astype(dt, copy=False)
+    raw = engine_X if getattr(est, "_input_standardisation", None) is None else X
+    X = engine_X
+    Y = Y.astype(dt, copy=False)
+    hyper = est._hyper(obs_var, config)
+    noise = est._noise
+    if config.learn_noise and noise is None:  # start learning from the value in use
+        lead = () if est._log_evidence is None else (len(est._log_evidence),)
+        a0 = np.full(lead + (len(obs_var),), engine.noise.PRIOR_DOF, dt)
+        noise = (a0, (a0 * obs_var).astype(dt))
+    elif not config.learn_noise:
+        noise = None
+    if est._log_evidence is not None:
+        return _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw)
+    (new_state, new_noise), ok, sound, z, log_lik = _run(est,
+        config, (est._state, noise), hyper, X, Y, w, est._n_steps, _progress(est, n_rows)
+    )
+    absurd = np.isneginf(log_lik)
+    pit = _pits(est, config, z, noise, w, ok)
+    not_pd = None
+    if not sound:  # the first pass's predictions came from beliefs that are replayed
+        (new_state, new_noise), ok, not_pd, absurd = _replay(est, config, hyper, X, Y, w, noise)
+        pit = None
+    bad = np.flatnonzero(~ok)
+    n_bad = int(np.minimum(size, n_rows - bad * size).sum()) if bad.size else 0  # real rows
+    if bad.size and est.on_error == "raise":
+        first = int(bad[0]) * size
+        last = min(first + size, n_rows) - 1  # the last step may be padded
+        rows = f"row {first}" if first == last else f"rows {first}..{last}"
+        far = np.flatnonzero(absurd[first : last + 1])
+        if far.size:
+            raise _absurd_error(est, config, first + int(far[0]))
+        what = (
+            f"{config.impl.family.unsound} in {est._dtype_name()}"
+            if not_pd is not None and not_pd[bad[0]]
+            else "a non-finite or invalid posterior"
         )
-        absurd = np.isneginf(log_lik)
-        pit = self._pits(config, z, noise, w, ok)
-        not_pd = None
-        if not sound:  # the first pass's predictions came from beliefs that are replayed
-            (new_state, new_noise), ok, not_pd, absurd = self._replay(config, hyper, X, Y, w, noise)
-            pit = None
-        bad = np.flatnonzero(~ok)
-        n_bad = int(np.minimum(size, n_rows - bad * size).sum()) if bad.size else 0  # real rows
-        if bad.size and self.on_error == "raise":
-            first = int(bad[0]) * size
-            last = min(first + size, n_rows) - 1  # the last step may be padded
-            rows = f"row {first}" if first == last else f"rows {first}..{last}"
-            far = np.flatnonzero(absurd[first : last + 1])
-            if far.size:
-                raise self._absurd_error(config, first + int(far[0]))
-            what = (
-                f"{config.impl.family.unsound} in {self._dtype_name()}"
-                if not_pd is not None and not_pd[bad[0]]
-                else "a non-finite or invalid posterior"
-            )
-            raise NonFiniteUpdateError(
-                f"the update for {rows} of this batch gave {what} (family={config.family!r}, "
-                f"rule={self.rule!r}, hessian={self.hessian!r}); nothing from this call was "
-                f"applied. {self._diagnosis(config, X)}"
-            )
-        step_far = np.zeros(ok.size, bool)  # steps refused for an absurd row
-        np.logical_or.at(step_far, np.arange(n_rows) // size, absurd)
-        step_far &= ~ok
-        if step_far.any():
-            self._warn_absurd(np.flatnonzero(absurd & np.repeat(step_far, size)[:n_rows]))
-        other = np.flatnonzero(~ok & ~step_far)
-        n_bad_other = int(np.minimum(size, n_rows - other * size).sum())
-        if n_bad_other:
-            warnings.warn(
-                f"{type(self).__name__} skipped {n_bad_other} of {n_rows} rows ({n_bad_other / n_rows:.1%}) "
-                f"of this call (on_error='skip'): their updates gave a non-finite or invalid "
-                f"posterior, so the model did not learn from them. {self._diagnosis(config, X)}",
-                SkippedRowsWarning,
-                stacklevel=4,
-            )
-        # commit: nothing above changed the estimator
-        learned = np.repeat(ok, size)[:n_rows]
-        self._record_calibration(config, pit, raw, Y, w, learned)
-        self._state, self._noise = new_state, new_noise
-        self._obs_var = np.asarray(obs_var, np.float64)
-        self._n_steps += -(-n_rows // size)
-        self.n_skipped_ += n_bad
-        self.n_observations_ += int(n_rows)
-        self._publish(config)
-        if n_bad:
-            kept = learned & (w > 0)
-            self._check_skipped(config, raw[kept], Y[kept], n_bad, n_rows)
-        if sound and config.pit is None and config.impl.likelihood.additive_noise:
-            self._warn_if_diverging(config, X, Y, z, w * learned)
-        if sound:
-            self._warn_if_outliers(config, log_lik, w * learned)
-
-    def _learn_bank(self, config, hyper, X, Y, w, noise, obs_var, raw):
-        """:meth:`_learn` for the bank of filters (a prior bank and/or
-        ``drift="auto"``).
-
-        All K filters learn every row in one compiled program. A filter whose update is
-        refused (non-finite, invalid or unsound, as in :meth:`_learn`) is dropped from
-        the bank: its weight becomes zero for good (a warning says so). Only when no
-        filter is left does the call fail, and then nothing is changed. The weight of a
-        filter is proportional to exp of its cumulative log predictive density of the
-        rows (the online evidence; the marginal likelihood in the conjugate case),
-        discounted per row for networks (:func:`~skbong._online.bank.evidence_discount`).
-
-        Where every filter is the exact conjugate posterior (:meth:`_conjugate_bank`) the
-        K filters are computed in closed form from the rows' shared statistics
-        (:mod:`skbong._online.conjugate`), and one filter, the reference (the live filter of
-        highest evidence, the widest prior among equals), streams the rows for what needs
-        them one at a time: the absurd rows it refuses, the updates it rejects and the
-        one-step-ahead predictions that diagnose divergence.
-        """
-        size, n_rows = int(self.batch_size), X.shape[0]
-        conjugate = self._conjugate_bank(config, X, w)
-        live = np.isfinite(self._log_evidence)
-        state, run_noise, run_hyper = self._state, noise, hyper
-        if conjugate:  # the reference filter alone, as a filter outside a bank
-            k = self._bank_reference(live)
-            state = tuple(a[k] for a in self._state)
-            run_noise = None if noise is None else tuple(a[k] for a in noise)
-            if np.ndim(hyper.prior_var) == 2:
-                run_hyper = hyper._replace(prior_var=hyper.prior_var[k])
-        judged = np.ones(1, bool) if conjugate else live  # the filters the rows are judged by
-
-        def run(w):
-            with self._x64():
-                out = engine.stream(
-                    config,
-                    self._engine_state(state, run_noise),
-                    self._prior_mean,
-                    run_hyper,
-                    X,
-                    Y,
-                    w,
-                    size,
-                    self._n_steps,
-                    self._key(1),
-                    callback=self._progress(n_rows),
-                    bank=not conjugate,
-                )
-            if conjugate:  # as a bank of one: its filter on a leading axis
-                new, log_lik, z, ok = out
-                return new, log_lik[None], np.asarray(z)[None], ok[None]
-            return out
-
-        new, log_lik, z, ok = run(w)
-        # a row absurd under every filter still in the bank is refused for all of them: with
-        # on_error="skip" the call is run again with its weight 0 (it teaches nothing). A
-        # filter that alone finds a row absurd refuses it, and is dropped below
-        far = np.isneginf(log_lik[judged]).all(axis=0)
-        n_absurd = int(np.count_nonzero(far))
-        if n_absurd:
-            if self.on_error == "raise":
-                raise self._absurd_error(config, int(np.flatnonzero(far)[0]))
-            self._warn_absurd(np.flatnonzero(far))
-            w = np.where(far, 0, w).astype(w.dtype)
-            new, log_lik, z, ok = run(w)
-        # with on_error="skip", a row whose update a filter still in the bank refuses is
-        # left out for all of them (run again at weight 0), so that every filter learns
-        # the same rows and their evidences stay comparable
-        refused = np.zeros(n_rows, bool)
-        if self.on_error == "skip":
-            refused = np.repeat(~ok[judged].all(axis=0), size)[:n_rows] & (w > 0)
-        if refused.any():
-            warnings.warn(
-                f"{type(self).__name__} skipped {refused.sum()} of {n_rows} rows "
-                f"({refused.mean():.1%}) of this call (on_error='skip'): their updates gave a "
-                "non-finite or invalid posterior under a filter of the bank, so no filter "
-                f"learned from them. {self._diagnosis(config, X)}",
-                SkippedRowsWarning,
-                stacklevel=4,
-            )
-            w = np.where(refused, 0, w).astype(w.dtype)
-            new, log_lik, z, ok = run(w)
-        if conjugate:
-            rows = w > 0
-            H = _conjugate.design(X[rows], config.model.fit_intercept)
-            exact = _conjugate.update(
-                self._state[0], self._state[1], noise, H, Y[rows, 0], obs_var
-            )
-            dt = self._state[0].dtype
-            new_state = (exact.mean.astype(dt), exact.cov.astype(dt))
-            new_noise = None if noise is None else tuple(a.astype(dt) for a in exact.noise)
-            accepted = exact.ok & ok[0].all()
-        else:
-            new_state, new_noise = new if config.learn_noise else (new, None)
-            new_state = tuple(np.asarray(a) for a in new_state)
-            new_noise = None if new_noise is None else tuple(np.asarray(a) for a in new_noise)
-            accepted = ok.all(axis=1)
-        alive = live.copy()
-        for k in np.flatnonzero(alive):
-            state_k = tuple(a[k] for a in new_state)
-            alive[k] = bool(accepted[k]) and _is_sound(config.impl.family, state_k)
-        priors, drifts = self._bank_spec().grid()
-        if not alive.any():
-            steps = [np.flatnonzero(~ok[k]) for k in np.flatnonzero(judged)]
-            firsts = [int(b[0]) * size for b in steps if b.size]
-            where = ""
-            if firsts:
-                first = min(firsts)
-                last = min(first + size, n_rows) - 1  # the last step may be padded
-                where = f" (the first at row {first})" if first == last else f" (the first at rows {first}..{last})"
-            raise NonFiniteUpdateError(
-                f"every filter of the bank (prior variances {np.unique(priors).tolist()}, drifts "
-                f"{np.unique(drifts).tolist()}) refused an update of this batch{where}: it gave a "
-                "non-finite or invalid posterior "
-                f"(family={config.family!r}, rule={self.rule!r}, hessian={self.hessian!r}); "
-                f"nothing from this call was applied. {self._diagnosis(config, X)}"
-            )
-        dropped = live & ~alive
-        if dropped.any():
-            warnings.warn(
-                f"{type(self).__name__}: the filter(s) {self._bank_spec().describe(dropped)} "
-                "were dropped from the bank: their updates gave a non-finite or invalid "
-                "posterior on this batch. The others learned every row.",
-                SkippedRowsWarning,
-                stacklevel=4,
-            )
-        pit = path = None
-        if conjugate:
-            evidence = np.where(alive, self._log_evidence + exact.log_evidence, -np.inf)
-        else:
-            weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
-            path = evidence_path(np.where(alive, self._log_evidence, -np.inf), weighted,
-                                 evidence_discount(config.model))
-            evidence = path[:, -1]
-            if config.pit is not None:  # the mixture's PIT: each row under the weights before it
-                pits = np.stack([
-                    self._pits(config, z[k], None if noise is None else (noise[0][k],), w, ok[k])
-                    for k in range(len(z))
-                ])
-                pit = _calibration.mixture_pit(pits, path[:, :-1])
-        # commit: nothing above changed the estimator (the filters left learned every row
-        # not skipped)
-        self._record_calibration(config, pit, raw, Y, w, ~(far | refused))
-        self._log_evidence = evidence
-        self._state, self._noise = new_state, new_noise
-        self._obs_var = np.asarray(obs_var, np.float64)
-        self._n_steps += -(-n_rows // size)
-        n_bad = n_absurd + int(refused.sum())
-        self.n_skipped_ += n_bad
-        self.n_observations_ += int(n_rows)
-        self._publish(config)
-        kept = ~(far | refused) & (w > 0)
-        if n_bad:
-            self._check_skipped(config, raw[kept], Y[kept], n_bad, n_rows)
-        if config.pit is None and config.impl.likelihood.additive_noise:
-            # one-step-ahead predictions: the reference filter's, or the mixture's, each
-            # row under the weights before it
-            zs = np.asarray(z, np.float64).reshape(len(z), n_rows, -1)
-            if conjugate:
-                f = zs[0]
-            else:
-                before = path[:, :-1] - np.max(path[:, :-1], axis=0)
-                mix = np.exp(before) / np.exp(before).sum(axis=0)
-                f = np.einsum("kn,knc->nc", mix, zs)
-            self._warn_if_diverging(config, X, Y, f, w * kept)
-        # the rows under the filter of highest evidence (the reference filter in closed form)
-        best = 0 if conjugate else int(np.argmax(np.where(alive, evidence, -np.inf)))
-        self._warn_if_outliers(config, log_lik[best], w * kept)
-
-    def _conjugate_bank(self, config, X, w):
-        """Whether the bank's filters are exact conjugate posteriors that
-        :mod:`skbong._online.conjugate` computes in closed form, and cheaper so: the linear model
-        with one output, Gaussian noise (fixed, or learned with the conjugate coupled
-        update), no prequential calibration (its PITs are per row), an exact family
-        (``full``), ``rule="bong"`` with ``hessian="lin_hess"``,
-        no drift, one row per step in float64, unit weights (a weight w scores one
-        prediction w times, which no marginal likelihood does), and more than 2P rows (a
-        closed form costs P³ per filter, a stream P² per row)."""
-        lik = config.impl.likelihood
-        n_params = self._state[0].shape[-1]
-        return bool(
-            engine.models.is_linear(config.model)
-            and config.model.n_outputs == 1
-            and lik.additive_noise
-            and lik.obs_dof == float("inf")
-            and config.pit is None
-            and config.impl.family.exact_update
-            and self.rule == "bong"
-            and self.hessian == "lin_hess"
-            and not config.dynamic  # no drift (drift="auto" included) nor process noise
-            and (not config.learn_noise or (config.noise_discount == 1.0 and config.noise_coupled))
-            and self._dtype_name() == "float64"
-            and int(self.batch_size) == 1
-            and getattr(self, "_lin_point", None) is None
-            and X.shape[0] > 2 * n_params
-            and np.all((w == 0) | (w == 1))
-        )
-
-    def _bank_reference(self, live):
-        """The index of the filter that streams the rows of a closed-form bank: the live
-        filter of highest evidence, the widest prior among equals (on a fresh bank the
-        one whose predictive is the most lenient with a row)."""
-        priors = self._bank_spec().grid()[0]
-        order = np.lexsort((priors, np.where(live, self._log_evidence, -np.inf)))
-        return int(order[-1])
-
-    def _check_skipped(self, config, X, Y, n_bad, n_rows):
-        """Raise :class:`~skbong.exceptions.NonFiniteUpdateError` for a committed call that
-        skipped ``n_bad`` of its ``n_rows`` rows (``on_error="skip"``) and left a model that
-        predicts nonsense: one that has learned no row at all (its predictive is the
-        prior's), or whose predictions at the call's rows it learned (``X``, ``Y``) are
-        not finite or, with Gaussian noise, lie more than
-        :data:`~skbong.engine.OUTLIER_Z` times the range of those targets plus the
-        predictive standard deviation from them. Every
-        accepted step was finite and valid, yet together they left no usable model. The
-        caller (:meth:`_fit_rows`) restores the estimator as it was before the call."""
-        if self.n_observations_ == self.n_skipped_:
-            problem = "the model has learned no row at all (its predictive is the prior's)"
-        elif not len(X):  # nothing learned from this call: the belief is the one before it
-            return
-        else:
-            # the check itself: invalid values are what it looks for, not news to the caller
-            with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-                if hasattr(self, "predict_proba"):
-                    outputs = (self.predict_proba(X),)
-                else:
-                    outputs = self.predict(X, return_std=True)
-            outputs = [np.asarray(a, np.float64).reshape(len(X), -1) for a in outputs]
-            if all(np.all(np.isfinite(a)) for a in outputs):
-                if not config.impl.likelihood.additive_noise:
-                    return
-                mean, std = outputs
-                spread = np.ptp(Y, axis=0) + std
-                if np.all(np.abs(mean - Y) <= engine.OUTLIER_Z * spread):
-                    return
-                problem = (
-                    f"its predictions at the rows it learned lie more than {engine.OUTLIER_Z:g} "
-                    "times their targets' range from them"
-                )
-            else:
-                problem = "it predicts non-finite values at the rows it learned"
         raise NonFiniteUpdateError(
-            f"{type(self).__name__} skipped {n_bad} of {n_rows} rows of this call "
-            f"(on_error='skip') and {problem}, so nothing from this call was applied "
-            f"(family={config.family!r}, rule={self.rule!r}, hessian={self.hessian!r}). "
-            f"{self._diagnosis(config, _inputs.engine_inputs(self, X))}"
+            f"the update for {rows} of this batch gave {what} (family={config.family!r}, "
+            f"rule={est.rule!r}, hessian={est.hessian!r}); nothing from this call was "
+            f"applied. {_diagnosis(est, config, X)}"
         )
-
-    def _absurd_error(self, config, row):
-        """The error for a call refused at ``row``, whose target is absurd under the
-        one-step predictive (:data:`~skbong.engine.OUTLIER_Z`)."""
-        return NonFiniteUpdateError(
-            f"row {row} of this batch has a target more than {engine.OUTLIER_Z:g} "
-            f"predictive standard deviations from the model's prediction for it "
-            f"(family={config.family!r}); learning it would move the posterior by the whole "
-            "residual, so nothing from this call was applied. Most likely: a corrupt target "
-            "or an outlier (remove it, or pass on_error='skip' to leave such rows out with "
-            "a warning); if the targets really are on this scale, start again with fit() on "
-            "rows that show it, or standardise y (TransformedTargetRegressor)."
-        )
-
-    def _warn_absurd(self, rows):
-        """The :class:`~skbong.exceptions.SkippedRowsWarning` for absurd rows skipped."""
-        listed = ", ".join(str(int(r)) for r in rows[:10]) + (", ..." if rows.size > 10 else "")
+    step_far = np.zeros(ok.size, bool)  # steps refused for an absurd row
+    np.logical_or.at(step_far, np.arange(n_rows) // size, absurd)
+    step_far &= ~ok
+    if step_far.any():
+        _warn_absurd(est, np.flatnonzero(absurd & np.repeat(step_far, size)[:n_rows]))
+    other = np.flatnonzero(~ok & ~step_far)
+    n_bad_other = int(np.minimum(size, n_rows - other * size).sum())
+    if n_bad_other:
         warnings.warn(
-            f"{type(self).__name__} skipped {rows.size} row(s) of this call (on_error='skip') "
-            f"whose targets lie more than {engine.OUTLIER_Z:g} predictive standard "
-            f"deviations from the model's prediction (rows {listed}): corrupt targets or "
-            "outliers, not learned.",
+            f"{type(est).__name__} skipped {n_bad_other} of {n_rows} rows ({n_bad_other / n_rows:.1%}) "
+            f"of this call (on_error='skip'): their updates gave a non-finite or invalid "
+            f"posterior, so the model did not learn from them. {_diagnosis(est, config, X)}",
             SkippedRowsWarning,
-            stacklevel=5,
-        )
-
-    def _warn_if_diverging(self, config, X, Y, f, w):
-        """A :class:`~skbong.exceptions.DivergenceWarning` when the one-step-ahead
-        predictions ``f`` (n, C) of the second half of a call's rows of nonzero weight
-        ``w`` (zero for a refused row: its prediction was made at the input that broke
-        the update; at least :data:`DIVERGENCE_MIN_ROWS` rows in all) have a mean squared error above
-        :data:`DIVERGENCE_RATIO` times both the variance of their targets and their mean
-        square, for some output: far worse than knowing nothing."""
-        keep = w > 0
-        n = int(keep.sum())
-        if n < DIVERGENCE_MIN_ROWS:
-            return
-        y, f = Y[keep][n // 2 :].astype(np.float64), np.asarray(f)[keep][n // 2 :]
-        mse = np.mean((y - f) ** 2, axis=0)
-        base = np.maximum(np.var(y, axis=0), np.mean(y**2, axis=0))
-        if not np.any(mse > DIVERGENCE_RATIO * base):
-            return
-        worst = float(np.max(mse / np.where(base > 0, base, np.finfo(np.float64).tiny)))
-        warnings.warn(
-            f"{type(self).__name__}: the one-step-ahead predictions of the last {len(y)} rows "
-            f"of this call had {worst:.3g}× the mean squared error of predicting the "
-            f"targets' mean: the updates are diverging (family={config.family!r}, "
-            f"rule={self.rule!r}, hessian={self.hessian!r}), and the model has not learned "
-            f"these rows although every update was finite. {self._diagnosis(config, X)}",
-            DivergenceWarning,
             stacklevel=4,
         )
+    # commit: nothing above changed the estimator
+    learned = np.repeat(ok, size)[:n_rows]
+    _record_calibration(est, config, pit, raw, Y, w, learned)
+    est._state, est._noise = new_state, new_noise
+    est._obs_var = np.asarray(obs_var, np.float64)
+    est._n_steps += -(-n_rows // size)
+    est.n_skipped_ += n_bad
+    est.n_observations_ += int(n_rows)
+    est._publish(config)
+    if n_bad:
+        kept = learned & (w > 0)
+        _check_skipped(est, config, raw[kept], Y[kept], n_bad, n_rows)
+    if sound and config.pit is None and config.impl.likelihood.additive_noise:
+        _warn_if_diverging(est, config, X, Y, z, w * learned)
+    if sound:
+        _warn_if_outliers(est, config, log_lik, w * learned)
 
-    def _warn_if_outliers(self, config, log_lik, w):
-        """An :class:`~skbong.exceptions.OutliersWarning` when at least
-        :data:`OUTLIER_MIN_ROWS` rows and :data:`OUTLIER_MIN_FRACTION` of a call's rows
-        of nonzero weight ``w`` (at least :data:`DIVERGENCE_MIN_ROWS`) have a one-step-ahead
-        log predictive density ``log_lik`` (n,) more than :data:`OUTLIER_GAP_NATS` below
-        the call's median row: gross outliers under a Gaussian-noise regressor (a
-        Student-t likelihood is robust to them, and other likelihoods have no y to be
-        an outlier in)."""
-        lik = config.impl.likelihood
-        if not lik.additive_noise or lik.obs_dof != float("inf"):
-            return
-        keep = (w > 0) & np.isfinite(log_lik)
-        n = int(keep.sum())
-        if n < DIVERGENCE_MIN_ROWS:
-            return
-        gap = np.median(log_lik[keep]) - log_lik
-        rows = np.flatnonzero(keep & (gap > OUTLIER_GAP_NATS))
-        if rows.size < max(OUTLIER_MIN_ROWS, OUTLIER_MIN_FRACTION * n):
-            return
-        listed = ", ".join(str(r) for r in rows[:10]) + (", ..." if rows.size > 10 else "")
-        warnings.warn(
-            f"{type(self).__name__}: {rows.size} of the {n} rows of this call lie far out under "
-            f"the one-step-ahead predictive (log density more than {OUTLIER_GAP_NATS:g} nats "
-            f"below the median row's, about 6 standard deviations; rows {listed}): gross "
-            "outliers in y, which pull a Gaussian likelihood's mean and noise toward them. "
-            "They were learned; likelihood='student_t' learns as if they were not there.",
-            OutliersWarning,
-            stacklevel=4,
-        )
 
-    def _diagnosis(self, config, X):
-        """What most likely helps, read from the inputs as the engine sees them (a
-        network's standardised with the first call's statistics) and the settings in use."""
-        hints = []
-        if X.size and float(np.max(np.abs(X))) > 50:
-            where = (
-                " after the standardisation with the first call's statistics (input_mean_, "
-                "input_scale_; start with fit() on rows that show their spread)"
-                if getattr(self, "_input_standardisation", None) is not None
-                else ""
-            )
-            hints.append(
-                f"the inputs reach |x| = {float(np.max(np.abs(X))):.3g}{where}: standardise them "
-                "(e.g. make_streaming_pipeline(StandardScaler(), ...))"
-            )
-        if config.impl.family.advice:
-            hints.append(config.impl.family.advice)
-        n_params = config.model.n_params()
-        if config.family == "dlr" and n_params <= 1024:
-            hints.append(
-                f"family='full' (P = {n_params}: the covariance itself, without the cancellation "
-                "of the low-rank precision's variances)"
-            )
-        if not config.impl.rule.natural:
-            hints.append(
-                f"rule={self.rule!r} takes plain-gradient steps of size "
-                f"learning_rate={self.learning_rate}: lower it, or use rule='bong' / 'blr'"
-            )
-        if not self._learns_noise() and config.impl.likelihood.additive_noise:
-            hints.append("a fixed obs_variance too small for the data: try obs_variance='auto'")
-        hints.append(f"a smaller prior_variance (now {self._bank_spec().prior!r})")
-        if self._dtype_name() == "float32":
-            hints.append("dtype='float64'")
-        return "Most likely to help: " + "; ".join(hints) + "."
+def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
+    """:func:`learn` for the bank of filters (a prior bank and/or
+    ``drift="auto"``).
 
-    def _pits(self, config, z, noise, w, ok):
-        """The PITs (n, C) of a call's rows from the stream's standardised residuals ``z``
-        (``Config.pit``), with the learned noise's degrees of freedom before each step
-        (``noise``: the noise posterior at the call's start, or None when fixed); None
-        without calibration."""
-        if config.pit is None or z is None:
-            return None
-        size = int(self.batch_size)
-        dof = None
-        if noise is not None:
-            dof = _calibration.step_dof(noise[0], w, size, ok, config.noise_discount)
-        return _calibration.pit(z, dof, size)
+    All K filters learn every row in one compiled program. A filter whose update is
+    refused (non-finite, invalid or unsound, as in :func:`learn`) is dropped from
+    the bank: its weight becomes zero for good (a warning says so). Only when no
+    filter is left does the call fail, and then nothing is changed. The weight of a
+    filter is proportional to exp of its cumulative log predictive density of the
+    rows (the online evidence; the marginal likelihood in the conjugate case),
+    discounted per row for networks (:func:`~skbong._online.bank.evidence_discount`).
 
-    def _record_calibration(self, config, pit, X, Y, w, learned):
-        """Commit what a call adds to the interval calibration: its prequential PITs to
-        the histogram (``Config.pit``), or the rows it learned (``learned`` (n,)) to the
-        window of the last rows (:meth:`_window_rows`; rows of zero weight taught
-        nothing and are not kept)."""
-        if config.pit is not None and pit is not None:
-            counts = getattr(self, "_pit_counts", None)
-            delta = _calibration.discount(config)
-            self._pit_counts = _calibration.add(counts, pit, w, self._n_out, delta)
-        self._loo_cache = None
-        size = self._window_rows(config.model)
-        if size:
-            keep = learned & (w > 0)
-            rows = (X, Y, w) if keep.all() else (X[keep], Y[keep], w[keep])
-            self._window = _calibration.window_add(getattr(self, "_window", None), *rows, size)
+    Where every filter is the exact conjugate posterior (:func:`conjugate_bank`) the
+    K filters are computed in closed form from the rows' shared statistics
+    (:mod:`skbong._online.conjugate`), and one filter, the reference (the live filter of
+    highest evidence, the widest prior among equals), streams the rows for what needs
+    them one at a time: the absurd rows it refuses, the updates it rejects and the
+    one-step-ahead predictions that diagnose divergence.
+    """
+    size, n_rows = int(est.batch_size), X.shape[0]
+    conjugate = conjugate_bank(est, config, X, w)
+    live = np.isfinite(est._log_evidence)
+    state, run_noise, run_hyper = est._state, noise, hyper
+    if conjugate:  # the reference filter alone, as a filter outside a bank
+        k = bank_reference(est, live)
+        state = tuple(a[k] for a in est._state)
+        run_noise = None if noise is None else tuple(a[k] for a in noise)
+        if np.ndim(hyper.prior_var) == 2:
+            run_hyper = hyper._replace(prior_var=hyper.prior_var[k])
+    judged = np.ones(1, bool) if conjugate else live  # the filters the rows are judged by
 
-    def _run(self, config, belief, hyper, X, Y, w, step0, callback=None):
-        """Stream rows from ``belief = (state, noise)`` (tuples of numpy arrays; noise
-        None when it is not learned) through the compiled engine; return the new belief
-        in the same form, the per-step ``ok`` flags, whether the new belief is sound
-        (:func:`_is_sound`: the family's ``end_check``, computed in the stream's own
-        program, or else its ``host_check`` here), the per-row outputs (n, C) and the
-        rows' one-step-ahead log predictive densities (n,), ``-inf`` where the stream
-        refused a row as absurd (:data:`~skbong.engine.OUTLIER_Z`)."""
-        with self._x64():
-            new, log_lik, out, ok, sound = engine.stream(
+    def run(w):
+        with est._x64():
+            out = engine.stream(
                 config,
-                self._engine_belief(belief),
-                self._prior_mean,
-                hyper,
+                est._engine_state(state, run_noise),
+                est._prior_mean,
+                run_hyper,
                 X,
                 Y,
                 w,
-                int(self.batch_size),
-                step0,
-                self._key(1),
-                callback=callback,
-                checked=True,
+                size,
+                est._n_steps,
+                est._key(1),
+                callback=_progress(est, n_rows),
+                bank=not conjugate,
             )
-            state, noise = new if config.learn_noise else (new, None)
-            state = tuple(np.asarray(a) for a in state)
-            noise = None if noise is None else tuple(np.asarray(a) for a in noise)
-            self._belief_memo = (state, noise, new)
-            if config.impl.family.end_check is None:
-                sound = _is_sound(config.impl.family, state)
-            return (state, noise), ok, sound, out, log_lik
+        if conjugate:  # as a bank of one: its filter on a leading axis
+            new, log_lik, z, ok = out
+            return new, log_lik[None], np.asarray(z)[None], ok[None]
+        return out
 
-    def _engine_belief(self, belief):
-        """``belief = (state, noise)`` as the stream's argument: the JAX arrays it was read
-        from when it is the last belief :meth:`_run` returned (``_belief_memo``, checked by
-        identity), so that a stream of calls passes its belief back without converting it
-        (about 3 µs per array, and on a GPU a copy to the device); else the numpy arrays.
-        The memo only ever pairs a belief with its own arrays, so it stays right through
-        a rolled-back call, and it is not pickled
-        (:meth:`~skbong._core.posterior.PosteriorMixin.__getstate__`)."""
-        memo = getattr(self, "_belief_memo", None)
-        if memo is not None and memo[0] is belief[0] and memo[1] is belief[1]:
-            return memo[2]
-        return self._engine_state(*belief)
-
-    def _replay(self, config, hyper, X, Y, w, noise):
-        """Slow path of a call whose belief failed :func:`_is_sound` at its end.
-
-        Replays the call from the belief before it, chunk by chunk as the stream ran
-        (same programs, same keys, so the same states), checking the belief after each
-        chunk; a chunk that ends unsound is replayed one step at a time and each step that
-        leaves it unsound is rejected like a non-finite one: the belief stays as before
-        that step. With ``on_error="raise"`` it stops at the first rejected step.
-
-        Returns
-        -------
-        belief : (tuple of ndarray, tuple of ndarray or None)
-            The belief and noise posterior after the accepted steps; the belief passes
-            :func:`_is_sound`.
-        ok : ndarray of bool (n_steps,)
-            False for rejected steps (non-finite, invalid or unsound).
-        not_pd : ndarray of bool (n_steps,)
-            True for steps rejected by :func:`_is_sound` (e.g. Σ not positive definite).
-        absurd : ndarray of bool (n_rows,)
-            True for rows refused as absurd (:data:`~skbong.engine.OUTLIER_Z`).
-        """
-        size, n_rows = int(self.batch_size), X.shape[0]
-        n_steps = -(-n_rows // size)
-        ok, not_pd = np.ones(n_steps, bool), np.zeros(n_steps, bool)
-        absurd = np.zeros(n_rows, bool)
-        stop = self.on_error == "raise"
-        state, start = (self._state, noise), 0
-
-        def run(state, first, end):  # steps first..end-1 from ``state``
-            rows = slice(first * size, min(end * size, n_rows))
-            return self._run(
-                config, state, hyper, X[rows], Y[rows], w[rows], self._n_steps + first
-            )
-
-        for length in engine.chunk_plan(n_steps):
-            end = min(start + length, n_steps)
-            if start >= end:
-                break
-            new, ok_chunk, sound, _, log_lik = run(state, start, end)
-            far = np.isneginf(log_lik)
-            if sound:
-                state, ok[start:end] = new, ok_chunk
-                absurd[start * size : start * size + far.size] = far
-            else:
-                for t in range(start, end):
-                    new, ok_step, sound, _, log_lik = run(state, t, t + 1)
-                    far = np.isneginf(log_lik)
-                    absurd[t * size : t * size + far.size] = far
-                    if not ok_step[0]:
-                        ok[t] = False
-                    elif not sound:
-                        ok[t], not_pd[t] = False, True
-                    else:
-                        state = new
-                    if stop and not ok[t]:
-                        return state, ok, not_pd, absurd
-            if stop and not ok.all():
-                return state, ok, not_pd, absurd
-            start = end
-        return state, ok, not_pd, absurd
-
-    def _progress(self, n_rows):
-        if not self.verbose:
-            return None
-        try:
-            from tqdm.auto import tqdm
-        except ImportError:  # pragma: no cover - optional extra
-            tqdm = None
-        if tqdm is None:
-            return lambda done, total: print(f"[{type(self).__name__}] step {done}/{total}")
-        bar = tqdm(total=-(-n_rows // int(self.batch_size)), desc=type(self).__name__, unit="step")
-
-        def update(done, total):
-            bar.update(done - bar.n)
-            if done == total:
-                bar.close()
-
-        return update
-
-    # ------------------------------------------------------------- fit paths
-    def _fit_rows(self, X, y, sample_weight, reset, **encode_kw):
-        _check_not_forked()
-        first = reset or not hasattr(self, "_state")
-        # Every call is atomic. One that starts afresh rewrites the input checks
-        # (n_features_in_, feature_names_in_), the target encoding (classes_,
-        # obs_variance_, ...) and the belief; one that continues commits the belief and
-        # its counters together at the end of _learn. A shallow copy of the attributes
-        # (about a microsecond) restores all of it on any exception, KeyboardInterrupt
-        # included; the fitted arrays are never modified in place, only replaced.
-        backup = self.__dict__.copy()
-        try:
-            hidden = self._check_params()
-            if first or not self._is_plain_batch(X, y):
-                X, y = validate_data(
-                    self,
-                    X,
-                    y,
-                    reset=first,
-                    dtype=[np.float64, np.float32],
-                    multi_output=True,
-                    y_numeric=self._y_numeric,
-                )
-            if sample_weight is not None:
-                sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-                if not np.all(np.isfinite(sample_weight)):
-                    raise ValueError("sample_weight contains NaN or infinity")
-                if np.any(sample_weight < 0):
-                    raise ValueError("sample_weight must be non-negative")
-            Y, n_out, obs_var = self._encode_y(y, first, **encode_kw)
-            if first:
-                self._n_out = n_out
-                if "refine" in self._parameter_constraints:  # the GLMs' fit (_refine)
-                    self.n_refine_passes_ = 0
-                config = self._reset(X.shape[1], n_out, hidden)
-                affine = _inputs.standardisation(
-                    config.model, X, sample_weight, self.fit_intercept
-                )
-                _inputs.publish(self, affine, X.shape[1])
-            else:
-                config = self._config(hidden)
-            fresh = self.__dict__.copy()  # the prior: where fit's further passes start
-            self._learn(config, X, Y, sample_weight, obs_var)
-            if reset:
-                self._refine(config, X, Y, sample_weight, obs_var, fresh)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(backup)
-            raise
-        return self
-
-    def _refine_passes(self, config):
-        """How many further passes ``fit`` may take (``refine``): none where one pass is
-        already exact (the Gaussian likelihood), where the linearisation is not LIN-HESS
-        of a one-step BONG update (the passes take it undamped: ``backtrack`` guards the
-        first pass only), for a family whose step projects (only the full covariance
-        conditions exactly: :attr:`~skbong.engine.families.base.Family.exact_update`),
-        for networks and user models (a Gauss–Newton
-        step on a non-convex posterior from the prior's side may diverge), or where the
-        belief drifts (a pass over a stream that changes has no fixed point)."""
-        lik = config.impl.likelihood
-        if (
-            lik.additive_noise
-            or config.learn_noise
-            or not self.refine
-            or not engine.models.is_linear(config.model)
-            or not config.impl.family.exact_update
-            or self.hessian != "lin_hess"
-            or self.rule != "bong"
-            or config.dynamic
-            or self.drift != 1.0
-        ):
-            return 0
-        return int(self.refine)
-
-    def _log_joint(self, config, X, Y, w, obs_var, means=None):
-        """The log posterior (up to a constant) at each filter's mean (or at ``means``,
-        (K, P)), float64 (K,)."""
-        dt = self._jax_dtype()
-        means = np.atleast_2d(self._state[0] if means is None else means)
-        prior_var = np.broadcast_to(self._prior_variances(config), means.shape).astype(dt)
-        with self._x64():
-            value = engine.curvature.log_joint(
-                config, means, np.asarray(self._prior_mean, dt), prior_var,
-                _inputs.engine_inputs(self, X).astype(dt, copy=False), Y.astype(dt, copy=False),
-                w.astype(dt), np.asarray(obs_var, dt),
-            )
-        return np.asarray(value, np.float64)
-
-    def _refine(self, config, X, Y, sample_weight, obs_var, fresh):
-        """``fit``'s further passes: the iterated filter (:func:`~skbong.engine.curvature.lin_hess`).
-
-        Each pass starts again from the prior ``fresh`` (the estimator as it was before
-        the first pass) and learns every row with the likelihood linearised at the
-        previous pass's mean θ̄ (per filter of a bank), not at the moving mean: one
-        Gauss–Newton (for these GLMs Newton / IRLS) step on the log posterior. A filter
-        keeps a pass only if it raises its log posterior (an undamped Newton step from
-        far away can overshoot); the others stay as they were. The passes stop when no
-        kept mean moves by more than :data:`REFINE_TOL` (relative), when no filter
-        improves, after ``refine`` passes, or at a pass that warns or fails, which is not
-        kept (a warning says why). So the result is never a worse mode estimate than one
-        pass, and where the passes converge it is the mode with its Laplace-GGN
-        precision. A filter whose one pass ended below the prior mean's log posterior
-        takes its first pass linearised at the prior mean instead. With ``refine`` > 0
-        the linear model's result is then judged against the prior mean
-        (:meth:`_judge_against_prior`). ``n_refine_passes_`` counts the passes that
-        changed the posterior."""
-        if "refine" not in self._parameter_constraints:  # the regressor: one pass is exact
-            return
-        self.n_refine_passes_ = 0
-        passes = self._refine_passes(config)
-        # judged against the prior mean where fit may do more than one pass (refine=0 is
-        # one pass, the same as partial_fit on these rows)
-        judged = bool(self.refine) and engine.models.is_linear(config.model) and not config.dynamic
-        if not passes and not judged:
-            return
-        w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
-        best = self._log_joint(config, X, Y, w, obs_var)
-        # a filter whose one pass ended below the log posterior of the prior mean (an
-        # early step overshot: a broad prior along a row the belief already predicted
-        # with certainty) takes its first pass from the prior mean, where the posterior's
-        # curvature is not saturated, and must beat that value to be kept
-        onepass = np.atleast_2d(self._state[0])
-        prior_mean = np.broadcast_to(self._prior_mean, onepass.shape)
-        at_prior = self._log_joint(config, X, Y, w, obs_var, means=prior_mean)
-        restart = at_prior > best
-        current = best.copy()  # each filter's log posterior at its kept mean
-        best = np.maximum(best, at_prior)
-        for k in range(passes):
-            kept, point = self.__dict__.copy(), np.asarray(self._state[0])
-            if k == 0 and restart.any():
-                point = np.where(restart[:, None], prior_mean, onepass).reshape(point.shape)
-            self.__dict__.clear()
-            self.__dict__.update(fresh)
-            self._lin_point = point
-            why = None
-            try:
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    self._learn(config, X, Y, sample_weight, obs_var)
-                failed = [c for c in caught if issubclass(c.category, PASS_FAILURES)]
-                for c in caught:  # another's warning (a library's, the program cache's)
-                    if c not in failed:  # says nothing of the pass: passed on
-                        warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
-                if failed:
-                    why = str(failed[0].message)
-            except NonFiniteUpdateError as exc:
-                why = str(exc)
-            self._lin_point = None
-            value = None if why is not None else self._log_joint(config, X, Y, w, obs_var)
-            better = None if value is None else value > best
-            if value is None or not better.any():
-                self.__dict__.clear()
-                self.__dict__.update(kept)
-                if why is not None:
-                    warnings.warn(
-                        f"{type(self).__name__}: fit kept {k} of up to {passes} further "
-                        f"passes (refine): pass {k + 1} was not kept, {why}",
-                        ConvergenceWarning,
-                        stacklevel=4,
-                    )
-                break
-            if not better.all():  # the filters whose pass overshot keep their belief
-                self._keep_filters(better, kept, config)
-            best = np.where(better, value, best)
-            current = np.where(better, value, current)
-            self.n_refine_passes_ = k + 1
-            moved = np.abs(np.atleast_2d(self._state[0]) - np.atleast_2d(point))[better]
-            if np.max(moved) <= REFINE_TOL * (1.0 + np.max(np.abs(point))):
-                break
-        if judged:
-            self._judge_against_prior(config, current, at_prior, float(np.sum(w)))
-
-    def _judge_against_prior(self, config, value, at_prior, n_rows):
-        """Judge the linear model's fitted means by their log posterior on the rows of
-        ``fit`` (``value``, per filter) against the prior mean's (``at_prior``): a filter
-        below it by more than :data:`BELOW_PRIOR_NATS` per row predicts worse than knowing
-        nothing, an update having overshot (a broad prior meeting a row the belief already
-        predicted with certainty). A bank drops such filters while others remain (their
-        evidence, scored before each update, did not see the overshoot), and warns where
-        predictions used them; a single filter, or a bank with none left, warns
-        (:class:`~skbong.exceptions.DivergenceWarning`)."""
-        below = value < at_prior - BELOW_PRIOR_NATS * n_rows
-        if not below.any():
-            return
-        name = type(self).__name__
-        if self._log_evidence is not None:
-            live = np.isfinite(self._log_evidence)
-            if (live & ~below).any():
-                dropped = live & below
-                if not dropped.any():
-                    return
-                weight = float(np.sum(self._filter_weights()[dropped]))
-                self._log_evidence = np.where(dropped, -np.inf, self._log_evidence)
-                self._publish(config)
-                if weight >= _MIN_WEIGHT:  # else no prediction used them: nothing changed
-                    warnings.warn(
-                        f"{name}: the filter(s) {self._bank_spec().describe(dropped)} were "
-                        "dropped from the bank: their fitted means explain the rows of fit "
-                        "worse than the prior mean does (an update overshot). The others "
-                        "carry the predictions.",
-                        DivergenceWarning,
-                        stacklevel=5,
-                    )
-                return
-        k = 0 if self._log_evidence is None else int(np.argmax(self._log_evidence))
+    new, log_lik, z, ok = run(w)
+    # a row absurd under every filter still in the bank is refused for all of them: with
+    # on_error="skip" the call is run again with its weight 0 (it teaches nothing). A
+    # filter that alone finds a row absurd refuses it, and is dropped below
+    far = np.isneginf(log_lik[judged]).all(axis=0)
+    n_absurd = int(np.count_nonzero(far))
+    if n_absurd:
+        if est.on_error == "raise":
+            raise _absurd_error(est, config, int(np.flatnonzero(far)[0]))
+        _warn_absurd(est, np.flatnonzero(far))
+        w = np.where(far, 0, w).astype(w.dtype)
+        new, log_lik, z, ok = run(w)
+    # with on_error="skip", a row whose update a filter still in the bank refuses is
+    # left out for all of them (run again at weight 0), so that every filter learns
+    # the same rows and their evidences stay comparable
+    refused = np.zeros(n_rows, bool)
+    if est.on_error == "skip":
+        refused = np.repeat(~ok[judged].all(axis=0), size)[:n_rows] & (w > 0)
+    if refused.any():
         warnings.warn(
-            f"{name}: the fitted posterior mean explains the rows of fit "
-            f"worse than the prior mean does (log posterior {value[k]:.4g} against "
-            f"{at_prior[k]:.4g}): an early update overshot and the filter did not recover. "
-            "Most likely to help: a smaller prior_variance (or 'auto'), family='full' with "
-            "refine > 0 (its passes restart from the prior mean), or rule='blr'.",
-            DivergenceWarning,
-            stacklevel=5,
+            f"{type(est).__name__} skipped {refused.sum()} of {n_rows} rows "
+            f"({refused.mean():.1%}) of this call (on_error='skip'): their updates gave a "
+            "non-finite or invalid posterior under a filter of the bank, so no filter "
+            f"learned from them. {_diagnosis(est, config, X)}",
+            SkippedRowsWarning,
+            stacklevel=4,
+        )
+        w = np.where(refused, 0, w).astype(w.dtype)
+        new, log_lik, z, ok = run(w)
+    if conjugate:
+        rows = w > 0
+        H = _conjugate.design(X[rows], config.model.fit_intercept)
+        exact = _conjugate.update(
+            est._state[0], est._state[1], noise, H, Y[rows, 0], obs_var
+        )
+        dt = est._state[0].dtype
+        new_state = (exact.mean.astype(dt), exact.cov.astype(dt))
+        new_noise = None if noise is None else tuple(a.astype(dt) for a in exact.noise)
+        accepted = exact.ok & ok[0].all()
+    else:
+        new_state, new_noise = new if config.learn_noise else (new, None)
+        new_state = tuple(np.asarray(a) for a in new_state)
+        new_noise = None if new_noise is None else tuple(np.asarray(a) for a in new_noise)
+        accepted = ok.all(axis=1)
+    alive = live.copy()
+    for k in np.flatnonzero(alive):
+        state_k = tuple(a[k] for a in new_state)
+        alive[k] = bool(accepted[k]) and _is_sound(config.impl.family, state_k)
+    priors, drifts = est._bank_spec().grid()
+    if not alive.any():
+        steps = [np.flatnonzero(~ok[k]) for k in np.flatnonzero(judged)]
+        firsts = [int(b[0]) * size for b in steps if b.size]
+        where = ""
+        if firsts:
+            first = min(firsts)
+            last = min(first + size, n_rows) - 1  # the last step may be padded
+            where = f" (the first at row {first})" if first == last else f" (the first at rows {first}..{last})"
+        raise NonFiniteUpdateError(
+            f"every filter of the bank (prior variances {np.unique(priors).tolist()}, drifts "
+            f"{np.unique(drifts).tolist()}) refused an update of this batch{where}: it gave a "
+            "non-finite or invalid posterior "
+            f"(family={config.family!r}, rule={est.rule!r}, hessian={est.hessian!r}); "
+            f"nothing from this call was applied. {_diagnosis(est, config, X)}"
+        )
+    dropped = live & ~alive
+    if dropped.any():
+        warnings.warn(
+            f"{type(est).__name__}: the filter(s) {est._bank_spec().describe(dropped)} "
+            "were dropped from the bank: their updates gave a non-finite or invalid "
+            "posterior on this batch. The others learned every row.",
+            SkippedRowsWarning,
+            stacklevel=4,
+        )
+    pit = path = None
+    if conjugate:
+        evidence = np.where(alive, est._log_evidence + exact.log_evidence, -np.inf)
+    else:
+        weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
+        path = evidence_path(np.where(alive, est._log_evidence, -np.inf), weighted,
+                             evidence_discount(config.model))
+        evidence = path[:, -1]
+        if config.pit is not None:  # the mixture's PIT: each row under the weights before it
+            pits = np.stack([
+                _pits(est, config, z[k], None if noise is None else (noise[0][k],), w, ok[k])
+                for k in range(len(z))
+            ])
+            pit = _calibration.mixture_pit(pits, path[:, :-1])
+    # commit: nothing above changed the estimator (the filters left learned every row
+    # not skipped)
+    _record_calibration(est, config, pit, raw, Y, w, ~(far | refused))
+    est._log_evidence = evidence
+    est._state, est._noise = new_state, new_noise
+    est._obs_var = np.asarray(obs_var, np.float64)
+    est._n_steps += -(-n_rows // size)
+    n_bad = n_absurd + int(refused.sum())
+    est.n_skipped_ += n_bad
+    est.n_observations_ += int(n_rows)
+    est._publish(config)
+    kept = ~(far | refused) & (w > 0)
+    if n_bad:
+        _check_skipped(est, config, raw[kept], Y[kept], n_bad, n_rows)
+    if config.pit is None and config.impl.likelihood.additive_noise:
+        # one-step-ahead predictions: the reference filter's, or the mixture's, each
+        # row under the weights before it
+        zs = np.asarray(z, np.float64).reshape(len(z), n_rows, -1)
+        if conjugate:
+            f = zs[0]
+        else:
+            before = path[:, :-1] - np.max(path[:, :-1], axis=0)
+            mix = np.exp(before) / np.exp(before).sum(axis=0)
+            f = np.einsum("kn,knc->nc", mix, zs)
+        _warn_if_diverging(est, config, X, Y, f, w * kept)
+    # the rows under the filter of highest evidence (the reference filter in closed form)
+    best = 0 if conjugate else int(np.argmax(np.where(alive, evidence, -np.inf)))
+    _warn_if_outliers(est, config, log_lik[best], w * kept)
+
+
+def conjugate_bank(est, config, X, w):
+    """Whether the bank's filters are exact conjugate posteriors that
+    :mod:`skbong._online.conjugate` computes in closed form, and cheaper so: the linear model
+    with one output, Gaussian noise (fixed, or learned with the conjugate coupled
+    update), no prequential calibration (its PITs are per row), an exact family
+    (``full``), ``rule="bong"`` with ``hessian="lin_hess"``,
+    no drift, one row per step in float64, unit weights (a weight w scores one
+    prediction w times, which no marginal likelihood does), and more than 2P rows (a
+    closed form costs P³ per filter, a stream P² per row)."""
+    lik = config.impl.likelihood
+    n_params = est._state[0].shape[-1]
+    return bool(
+        engine.models.is_linear(config.model)
+        and config.model.n_outputs == 1
+        and lik.additive_noise
+        and lik.obs_dof == float("inf")
+        and config.pit is None
+        and config.impl.family.exact_update
+        and est.rule == "bong"
+        and est.hessian == "lin_hess"
+        and not config.dynamic  # no drift (drift="auto" included) nor process noise
+        and (not config.learn_noise or (config.noise_discount == 1.0 and config.noise_coupled))
+        and est._dtype_name() == "float64"
+        and int(est.batch_size) == 1
+        and getattr(est, "_lin_point", None) is None
+        and X.shape[0] > 2 * n_params
+        and np.all((w == 0) | (w == 1))
+    )
+
+
+def bank_reference(est, live):
+    """The index of the filter that streams the rows of a closed-form bank: the live
+    filter of highest evidence, the widest prior among equals (on a fresh bank the
+    one whose predictive is the most lenient with a row)."""
+    priors = est._bank_spec().grid()[0]
+    order = np.lexsort((priors, np.where(live, est._log_evidence, -np.inf)))
+    return int(order[-1])
+
+
+def _check_skipped(est, config, X, Y, n_bad, n_rows):
+    """Raise :class:`~skbong.exceptions.NonFiniteUpdateError` for a committed call that
+    skipped ``n_bad`` of its ``n_rows`` rows (``on_error="skip"``) and left a model that
+    predicts nonsense: one that has learned no row at all (its predictive is the
+    prior's), or whose predictions at the call's rows it learned (``X``, ``Y``) are
+    not finite or, with Gaussian noise, lie more than
+    :data:`~skbong.engine.OUTLIER_Z` times the range of those targets plus the
+    predictive standard deviation from them. Every
+    accepted step was finite and valid, yet together they left no usable model. The
+    caller (:func:`fit_rows`) restores the estimator as it was before the call."""
+    if est.n_observations_ == est.n_skipped_:
+        problem = "the model has learned no row at all (its predictive is the prior's)"
+    elif not len(X):  # nothing learned from this call: the belief is the one before it
+        return
+    else:
+        # the check itself: invalid values are what it looks for, not news to the caller
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            if hasattr(est, "predict_proba"):
+                outputs = (est.predict_proba(X),)
+            else:
+                outputs = est.predict(X, return_std=True)
+        outputs = [np.asarray(a, np.float64).reshape(len(X), -1) for a in outputs]
+        if all(np.all(np.isfinite(a)) for a in outputs):
+            if not config.impl.likelihood.additive_noise:
+                return
+            mean, std = outputs
+            spread = np.ptp(Y, axis=0) + std
+            if np.all(np.abs(mean - Y) <= engine.OUTLIER_Z * spread):
+                return
+            problem = (
+                f"its predictions at the rows it learned lie more than {engine.OUTLIER_Z:g} "
+                "times their targets' range from them"
+            )
+        else:
+            problem = "it predicts non-finite values at the rows it learned"
+    raise NonFiniteUpdateError(
+        f"{type(est).__name__} skipped {n_bad} of {n_rows} rows of this call "
+        f"(on_error='skip') and {problem}, so nothing from this call was applied "
+        f"(family={config.family!r}, rule={est.rule!r}, hessian={est.hessian!r}). "
+        f"{_diagnosis(est, config, _inputs.engine_inputs(est, X))}"
+    )
+
+
+def _absurd_error(est, config, row):
+    """The error for a call refused at ``row``, whose target is absurd under the
+    one-step predictive (:data:`~skbong.engine.OUTLIER_Z`)."""
+    return NonFiniteUpdateError(
+        f"row {row} of this batch has a target more than {engine.OUTLIER_Z:g} "
+        f"predictive standard deviations from the model's prediction for it "
+        f"(family={config.family!r}); learning it would move the posterior by the whole "
+        "residual, so nothing from this call was applied. Most likely: a corrupt target "
+        "or an outlier (remove it, or pass on_error='skip' to leave such rows out with "
+        "a warning); if the targets really are on this scale, start again with fit() on "
+        "rows that show it, or standardise y (TransformedTargetRegressor)."
+    )
+
+
+def _warn_absurd(est, rows):
+    """The :class:`~skbong.exceptions.SkippedRowsWarning` for absurd rows skipped."""
+    listed = ", ".join(str(int(r)) for r in rows[:10]) + (", ..." if rows.size > 10 else "")
+    warnings.warn(
+        f"{type(est).__name__} skipped {rows.size} row(s) of this call (on_error='skip') "
+        f"whose targets lie more than {engine.OUTLIER_Z:g} predictive standard "
+        f"deviations from the model's prediction (rows {listed}): corrupt targets or "
+        "outliers, not learned.",
+        SkippedRowsWarning,
+        stacklevel=5,
+    )
+
+
+def _warn_if_diverging(est, config, X, Y, f, w):
+    """A :class:`~skbong.exceptions.DivergenceWarning` when the one-step-ahead
+    predictions ``f`` (n, C) of the second half of a call's rows of nonzero weight
+    ``w`` (zero for a refused row: its prediction was made at the input that broke
+    the update; at least :data:`DIVERGENCE_MIN_ROWS` rows in all) have a mean squared error above
+    :data:`DIVERGENCE_RATIO` times both the variance of their targets and their mean
+    square, for some output: far worse than knowing nothing."""
+    keep = w > 0
+    n = int(keep.sum())
+    if n < DIVERGENCE_MIN_ROWS:
+        return
+    y, f = Y[keep][n // 2 :].astype(np.float64), np.asarray(f)[keep][n // 2 :]
+    mse = np.mean((y - f) ** 2, axis=0)
+    base = np.maximum(np.var(y, axis=0), np.mean(y**2, axis=0))
+    if not np.any(mse > DIVERGENCE_RATIO * base):
+        return
+    worst = float(np.max(mse / np.where(base > 0, base, np.finfo(np.float64).tiny)))
+    warnings.warn(
+        f"{type(est).__name__}: the one-step-ahead predictions of the last {len(y)} rows "
+        f"of this call had {worst:.3g}× the mean squared error of predicting the "
+        f"targets' mean: the updates are diverging (family={config.family!r}, "
+        f"rule={est.rule!r}, hessian={est.hessian!r}), and the model has not learned "
+        f"these rows although every update was finite. {_diagnosis(est, config, X)}",
+        DivergenceWarning,
+        stacklevel=4,
+    )
+
+
+def _warn_if_outliers(est, config, log_lik, w):
+    """An :class:`~skbong.exceptions.OutliersWarning` when at least
+    :data:`OUTLIER_MIN_ROWS` rows and :data:`OUTLIER_MIN_FRACTION` of a call's rows
+    of nonzero weight ``w`` (at least :data:`DIVERGENCE_MIN_ROWS`) have a one-step-ahead
+    log predictive density ``log_lik`` (n,) more than :data:`OUTLIER_GAP_NATS` below
+    the call's median row: gross outliers under a Gaussian-noise regressor (a
+    Student-t likelihood is robust to them, and other likelihoods have no y to be
+    an outlier in)."""
+    lik = config.impl.likelihood
+    if not lik.additive_noise or lik.obs_dof != float("inf"):
+        return
+    keep = (w > 0) & np.isfinite(log_lik)
+    n = int(keep.sum())
+    if n < DIVERGENCE_MIN_ROWS:
+        return
+    gap = np.median(log_lik[keep]) - log_lik
+    rows = np.flatnonzero(keep & (gap > OUTLIER_GAP_NATS))
+    if rows.size < max(OUTLIER_MIN_ROWS, OUTLIER_MIN_FRACTION * n):
+        return
+    listed = ", ".join(str(r) for r in rows[:10]) + (", ..." if rows.size > 10 else "")
+    warnings.warn(
+        f"{type(est).__name__}: {rows.size} of the {n} rows of this call lie far out under "
+        f"the one-step-ahead predictive (log density more than {OUTLIER_GAP_NATS:g} nats "
+        f"below the median row's, about 6 standard deviations; rows {listed}): gross "
+        "outliers in y, which pull a Gaussian likelihood's mean and noise toward them. "
+        "They were learned; likelihood='student_t' learns as if they were not there.",
+        OutliersWarning,
+        stacklevel=4,
+    )
+
+
+def _diagnosis(est, config, X):
+    """What most likely helps, read from the inputs as the engine sees them (a
+    network's standardised with the first call's statistics) and the settings in use."""
+    hints = []
+    if X.size and float(np.max(np.abs(X))) > 50:
+        where = (
+            " after the standardisation with the first call's statistics (input_mean_, "
+            "input_scale_; start with fit() on rows that show their spread)"
+            if getattr(est, "_input_standardisation", None) is not None
+            else ""
+        )
+        hints.append(
+            f"the inputs reach |x| = {float(np.max(np.abs(X))):.3g}{where}: standardise them "
+            "(e.g. make_streaming_pipeline(StandardScaler(), ...))"
+        )
+    if config.impl.family.advice:
+        hints.append(config.impl.family.advice)
+    n_params = config.model.n_params()
+    if config.family == "dlr" and n_params <= 1024:
+        hints.append(
+            f"family='full' (P = {n_params}: the covariance itself, without the cancellation "
+            "of the low-rank precision's variances)"
+        )
+    if not config.impl.rule.natural:
+        hints.append(
+            f"rule={est.rule!r} takes plain-gradient steps of size "
+            f"learning_rate={est.learning_rate}: lower it, or use rule='bong' / 'blr'"
+        )
+    if not est._learns_noise() and config.impl.likelihood.additive_noise:
+        hints.append("a fixed obs_variance too small for the data: try obs_variance='auto'")
+    hints.append(f"a smaller prior_variance (now {est._bank_spec().prior!r})")
+    if est._dtype_name() == "float32":
+        hints.append("dtype='float64'")
+    return "Most likely to help: " + "; ".join(hints) + "."
+
+
+def _pits(est, config, z, noise, w, ok):
+    """The PITs (n, C) of a call's rows from the stream's standardised residuals ``z``
+    (``Config.pit``), with the learned noise's degrees of freedom before each step
+    (``noise``: the noise posterior at the call's start, or None when fixed); None
+    without calibration."""
+    if config.pit is None or z is None:
+        return None
+    size = int(est.batch_size)
+    dof = None
+    if noise is not None:
+        dof = _calibration.step_dof(noise[0], w, size, ok, config.noise_discount)
+    return _calibration.pit(z, dof, size)
+
+
+def _record_calibration(est, config, pit, X, Y, w, learned):
+    """Commit what a call adds to the interval calibration: its prequential PITs to
+    the histogram (``Config.pit``), or the rows it learned (``learned`` (n,)) to the
+    window of the last rows (the estimator's ``_window_rows``; rows of zero weight taught
+    nothing and are not kept)."""
+    if config.pit is not None and pit is not None:
+        counts = getattr(est, "_pit_counts", None)
+        delta = _calibration.discount(config)
+        est._pit_counts = _calibration.add(counts, pit, w, est._n_out, delta)
+    est._loo_cache = None
+    size = est._window_rows(config.model)
+    if size:
+        keep = learned & (w > 0)
+        rows = (X, Y, w) if keep.all() else (X[keep], Y[keep], w[keep])
+        est._window = _calibration.window_add(getattr(est, "_window", None), *rows, size)
+
+
+def _run(est, config, belief, hyper, X, Y, w, step0, callback=None):
+    """Stream rows from ``belief = (state, noise)`` (tuples of numpy arrays; noise
+    None when it is not learned) through the compiled engine; return the new belief
+    in the same form, the per-step ``ok`` flags, whether the new belief is sound
+    (:func:`_is_sound`: the family's ``end_check``, computed in the stream's own
+    program, or else its ``host_check`` here), the per-row outputs (n, C) and the
+    rows' one-step-ahead log predictive densities (n,), ``-inf`` where the stream
+    refused a row as absurd (:data:`~skbong.engine.OUTLIER_Z`)."""
+    with est._x64():
+        new, log_lik, out, ok, sound = engine.stream(
+            config,
+            engine_belief(est, belief),
+            est._prior_mean,
+            hyper,
+            X,
+            Y,
+            w,
+            int(est.batch_size),
+            step0,
+            est._key(1),
+            callback=callback,
+            checked=True,
+        )
+        state, noise = new if config.learn_noise else (new, None)
+        state = tuple(np.asarray(a) for a in state)
+        noise = None if noise is None else tuple(np.asarray(a) for a in noise)
+        est._belief_memo = (state, noise, new)
+        if config.impl.family.end_check is None:
+            sound = _is_sound(config.impl.family, state)
+        return (state, noise), ok, sound, out, log_lik
+
+
+def engine_belief(est, belief):
+    """``belief = (state, noise)`` as the stream's argument: the JAX arrays it was read
+    from when it is the last belief :func:`_run` returned (``_belief_memo``, checked by
+    identity), so that a stream of calls passes its belief back without converting it
+    (about 3 µs per array, and on a GPU a copy to the device); else the numpy arrays.
+    The memo only ever pairs a belief with its own arrays, so it stays right through
+    a rolled-back call, and it is not pickled
+    (:meth:`~skbong._core.posterior.BeliefBase.__getstate__`)."""
+    memo = getattr(est, "_belief_memo", None)
+    if memo is not None and memo[0] is belief[0] and memo[1] is belief[1]:
+        return memo[2]
+    return est._engine_state(*belief)
+
+
+def _replay(est, config, hyper, X, Y, w, noise):
+    """Slow path of a call whose belief failed :func:`_is_sound` at its end.
+
+    Replays the call from the belief before it, chunk by chunk as the stream ran
+    (same programs, same keys, so the same states), checking the belief after each
+    chunk; a chunk that ends unsound is replayed one step at a time and each step that
+    leaves it unsound is rejected like a non-finite one: the belief stays as before
+    that step. With ``on_error="raise"`` it stops at the first rejected step.
+
+    Returns
+    -------
+    belief : (tuple of ndarray, tuple of ndarray or None)
+        The belief and noise posterior after the accepted steps; the belief passes
+        :func:`_is_sound`.
+    ok : ndarray of bool (n_steps,)
+        False for rejected steps (non-finite, invalid or unsound).
+    not_pd : ndarray of bool (n_steps,)
+        True for steps rejected by :func:`_is_sound` (e.g. Σ not positive definite).
+    absurd : ndarray of bool (n_rows,)
+        True for rows refused as absurd (:data:`~skbong.engine.OUTLIER_Z`).
+    """
+    size, n_rows = int(est.batch_size), X.shape[0]
+    n_steps = -(-n_rows // size)
+    ok, not_pd = np.ones(n_steps, bool), np.zeros(n_steps, bool)
+    absurd = np.zeros(n_rows, bool)
+    stop = est.on_error == "raise"
+    state, start = (est._state, noise), 0
+
+    def run(state, first, end):  # steps first..end-1 from ``state``
+        rows = slice(first * size, min(end * size, n_rows))
+        return _run(
+            est, config, state, hyper, X[rows], Y[rows], w[rows], est._n_steps + first
         )
 
-    def _keep_filters(self, better, kept, config):
-        """Take the belief (and a bank's evidence) of the filters where ``better`` is false
-        from the estimator's attributes ``kept``, and publish the result."""
-        old = kept["_state"]
-        self._state = tuple(
-            np.where(better.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
-            for a, b in zip(self._state, old)
+    for length in engine.chunk_plan(n_steps):
+        end = min(start + length, n_steps)
+        if start >= end:
+            break
+        new, ok_chunk, sound, _, log_lik = run(state, start, end)
+        far = np.isneginf(log_lik)
+        if sound:
+            state, ok[start:end] = new, ok_chunk
+            absurd[start * size : start * size + far.size] = far
+        else:
+            for t in range(start, end):
+                new, ok_step, sound, _, log_lik = run(state, t, t + 1)
+                far = np.isneginf(log_lik)
+                absurd[t * size : t * size + far.size] = far
+                if not ok_step[0]:
+                    ok[t] = False
+                elif not sound:
+                    ok[t], not_pd[t] = False, True
+                else:
+                    state = new
+                if stop and not ok[t]:
+                    return state, ok, not_pd, absurd
+        if stop and not ok.all():
+            return state, ok, not_pd, absurd
+        start = end
+    return state, ok, not_pd, absurd
+
+
+def _progress(est, n_rows):
+    if not est.verbose:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - optional extra
+        tqdm = None
+    if tqdm is None:
+        return lambda done, total: print(f"[{type(est).__name__}] step {done}/{total}")
+    bar = tqdm(total=-(-n_rows // int(est.batch_size)), desc=type(est).__name__, unit="step")
+
+    def update(done, total):
+        bar.update(done - bar.n)
+        if done == total:
+            bar.close()
+
+    return update
+
+# ------------------------------------------------------------- fit paths
+
+
+def fit_rows(est, X, y, sample_weight, reset, **encode_kw):
+    _check_not_forked()
+    first = reset or not hasattr(est, "_state")
+    # Every call is atomic. One that starts afresh rewrites the input checks
+    # (n_features_in_, feature_names_in_), the target encoding (classes_,
+    # obs_variance_, ...) and the belief; one that continues commits the belief and
+    # its counters together at the end of _learn. A shallow copy of the attributes
+    # (about a microsecond) restores all of it on any exception, KeyboardInterrupt
+    # included; the fitted arrays are never modified in place, only replaced.
+    backup = est.__dict__.copy()
+    try:
+        hidden = est._check_params()
+        if first or not _is_plain_batch(est, X, y):
+            X, y = validate_data(
+                est,
+                X,
+                y,
+                reset=first,
+                dtype=[np.float64, np.float32],
+                multi_output=True,
+                y_numeric=est._y_numeric,
+            )
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+            if not np.all(np.isfinite(sample_weight)):
+                raise ValueError("sample_weight contains NaN or infinity")
+            if np.any(sample_weight < 0):
+                raise ValueError("sample_weight must be non-negative")
+        Y, n_out, obs_var = est._encode_y(y, first, **encode_kw)
+        if first:
+            est._n_out = n_out
+            if "refine" in est._parameter_constraints:  # the GLMs' fit (_refine)
+                est.n_refine_passes_ = 0
+            config = est._reset(X.shape[1], n_out, hidden)
+            affine = _inputs.standardisation(
+                config.model, X, sample_weight, est.fit_intercept
+            )
+            _inputs.publish(est, affine, X.shape[1])
+        else:
+            config = est._config(hidden)
+        fresh = est.__dict__.copy()  # the prior: where fit's further passes start
+        learn(est, config, X, Y, sample_weight, obs_var)
+        if reset:
+            _refine(est, config, X, Y, sample_weight, obs_var, fresh)
+    except BaseException:
+        est.__dict__.clear()
+        est.__dict__.update(backup)
+        raise
+    return est
+
+
+def _refine_passes(est, config):
+    """How many further passes ``fit`` may take (``refine``): none where one pass is
+    already exact (the Gaussian likelihood), where the linearisation is not LIN-HESS
+    of a one-step BONG update (the passes take it undamped: ``backtrack`` guards the
+    first pass only), for a family whose step projects (only the full covariance
+    conditions exactly: :attr:`~skbong.engine.families.base.Family.exact_update`),
+    for networks and user models (a Gauss–Newton
+    step on a non-convex posterior from the prior's side may diverge), or where the
+    belief drifts (a pass over a stream that changes has no fixed point)."""
+    lik = config.impl.likelihood
+    if (
+        lik.additive_noise
+        or config.learn_noise
+        or not est.refine
+        or not engine.models.is_linear(config.model)
+        or not config.impl.family.exact_update
+        or est.hessian != "lin_hess"
+        or est.rule != "bong"
+        or config.dynamic
+        or est.drift != 1.0
+    ):
+        return 0
+    return int(est.refine)
+
+
+def _log_joint(est, config, X, Y, w, obs_var, means=None):
+    """The log posterior (up to a constant) at each filter's mean (or at ``means``,
+    (K, P)), float64 (K,)."""
+    dt = est._jax_dtype()
+    means = np.atleast_2d(est._state[0] if means is None else means)
+    prior_var = np.broadcast_to(est._prior_variances(config), means.shape).astype(dt)
+    with est._x64():
+        value = engine.curvature.log_joint(
+            config, means, np.asarray(est._prior_mean, dt), prior_var,
+            _inputs.engine_inputs(est, X).astype(dt, copy=False), Y.astype(dt, copy=False),
+            w.astype(dt), np.asarray(obs_var, dt),
         )
-        if self._log_evidence is not None:
-            self._log_evidence = np.where(better, self._log_evidence, kept["_log_evidence"])
-        self._publish(config)
-
-    def _is_plain_batch(self, X, y):
-        """Whether ``validate_data`` would return X and y unchanged (so it can be skipped):
-        finite float numpy rows of the fitted width, numeric numpy targets of the same
-        length, and no feature names to check. The common case of a stream of
-        ``partial_fit`` calls; anything else goes through ``validate_data``."""
-        return (
-            type(y) is np.ndarray
-            and y.ndim in (1, 2)
-            and y.dtype.kind in "biuf"
-            and self._is_plain_rows(X)
-            and y.shape[0] == X.shape[0]
-            and (y.dtype.kind != "f" or bool(np.isfinite(y).all()))
-        )
+    return np.asarray(value, np.float64)
 
 
-__all__ = ["StreamingMixin"]
+def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
+    """``fit``'s further passes: the iterated filter (:func:`~skbong.engine.curvature.lin_hess`).
+
+    Each pass starts again from the prior ``fresh`` (the estimator as it was before
+    the first pass) and learns every row with the likelihood linearised at the
+    previous pass's mean θ̄ (per filter of a bank), not at the moving mean: one
+    Gauss–Newton (for these GLMs Newton / IRLS) step on the log posterior. A filter
+    keeps a pass only if it raises its log posterior (an undamped Newton step from
+    far away can overshoot); the others stay as they were. The passes stop when no
+    kept mean moves by more than :data:`REFINE_TOL` (relative), when no filter
+    improves, after ``refine`` passes, or at a pass that warns or fails, which is not
+    kept (a warning says why). So the result is never a worse mode estimate than one
+    pass, and where the passes converge it is the mode with its Laplace-GGN
+    precision. A filter whose one pass ended below the prior mean's log posterior
+    takes its first pass linearised at the prior mean instead. With ``refine`` > 0
+    the linear model's result is then judged against the prior mean
+    (:func:`_judge_against_prior`). ``n_refine_passes_`` counts the passes that
+    changed the posterior."""
+    if "refine" not in est._parameter_constraints:  # the regressor: one pass is exact
+        return
+    est.n_refine_passes_ = 0
+    passes = _refine_passes(est, config)
+    # judged against the prior mean where fit may do more than one pass (refine=0 is
+    # one pass, the same as partial_fit on these rows)
+    judged = bool(est.refine) and engine.models.is_linear(config.model) and not config.dynamic
+    if not passes and not judged:
+        return
+    w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
+    best = _log_joint(est, config, X, Y, w, obs_var)
+    # a filter whose one pass ended below the log posterior of the prior mean (an
+    # early step overshot: a broad prior along a row the belief already predicted
+    # with certainty) takes its first pass from the prior mean, where the posterior's
+    # curvature is not saturated, and must beat that value to be kept
+    onepass = np.atleast_2d(est._state[0])
+    prior_mean = np.broadcast_to(est._prior_mean, onepass.shape)
+    at_prior = _log_joint(est, config, X, Y, w, obs_var, means=prior_mean)
+    restart = at_prior > best
+    current = best.copy()  # each filter's log posterior at its kept mean
+    best = np.maximum(best, at_prior)
+    for k in range(passes):
+        kept, point = est.__dict__.copy(), np.asarray(est._state[0])
+        if k == 0 and restart.any():
+            point = np.where(restart[:, None], prior_mean, onepass).reshape(point.shape)
+        est.__dict__.clear()
+        est.__dict__.update(fresh)
+        est._lin_point = point
+        why = None
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                learn(est, config, X, Y, sample_weight, obs_var)
+            failed = [c for c in caught if issubclass(c.category, PASS_FAILURES)]
+            for c in caught:  # another's warning (a library's, the program cache's)
+                if c not in failed:  # says nothing of the pass: passed on
+                    warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
+            if failed:
+                why = str(failed[0].message)
+        except NonFiniteUpdateError as exc:
+            why = str(exc)
+        est._lin_point = None
+        value = None if why is not None else _log_joint(est, config, X, Y, w, obs_var)
+        better = None if value is None else value > best
+        if value is None or not better.any():
+            est.__dict__.clear()
+            est.__dict__.update(kept)
+            if why is not None:
+                warnings.warn(
+                    f"{type(est).__name__}: fit kept {k} of up to {passes} further "
+                    f"passes (refine): pass {k + 1} was not kept, {why}",
+                    ConvergenceWarning,
+                    stacklevel=4,
+                )
+            break
+        if not better.all():  # the filters whose pass overshot keep their belief
+            _keep_filters(est, better, kept, config)
+        best = np.where(better, value, best)
+        current = np.where(better, value, current)
+        est.n_refine_passes_ = k + 1
+        moved = np.abs(np.atleast_2d(est._state[0]) - np.atleast_2d(point))[better]
+        if np.max(moved) <= REFINE_TOL * (1.0 + np.max(np.abs(point))):
+            break
+    if judged:
+        _judge_against_prior(est, config, current, at_prior, float(np.sum(w)))
+
+
+def _judge_against_prior(est, config, value, at_prior, n_rows):
+    """Judge the linear model's fitted means by their log posterior on the rows of
+    ``fit`` (``value``, per filter) against the prior mean's (``at_prior``): a filter
+    below it by more than :data:`BELOW_PRIOR_NATS` per row predicts worse than knowing
+    nothing, an update having overshot (a broad prior meeting a row the belief already
+    predicted with certainty). A bank drops such filters while others remain (their
+    evidence, scored before each update, did not see the overshoot), and warns where
+    predictions used them; a single filter, or a bank with none left, warns
+    (:class:`~skbong.exceptions.DivergenceWarning`)."""
+    below = value < at_prior - BELOW_PRIOR_NATS * n_rows
+    if not below.any():
+        return
+    name = type(est).__name__
+    if est._log_evidence is not None:
+        live = np.isfinite(est._log_evidence)
+        if (live & ~below).any():
+            dropped = live & below
+            if not dropped.any():
+                return
+            weight = float(np.sum(est._filter_weights()[dropped]))
+            est._log_evidence = np.where(dropped, -np.inf, est._log_evidence)
+            est._publish(config)
+            if weight >= _MIN_WEIGHT:  # else no prediction used them: nothing changed
+                warnings.warn(
+                    f"{name}: the filter(s) {est._bank_spec().describe(dropped)} were "
+                    "dropped from the bank: their fitted means explain the rows of fit "
+                    "worse than the prior mean does (an update overshot). The others "
+                    "carry the predictions.",
+                    DivergenceWarning,
+                    stacklevel=5,
+                )
+            return
+    k = 0 if est._log_evidence is None else int(np.argmax(est._log_evidence))
+    warnings.warn(
+        f"{name}: the fitted posterior mean explains the rows of fit "
+        f"worse than the prior mean does (log posterior {value[k]:.4g} against "
+        f"{at_prior[k]:.4g}): an early update overshot and the filter did not recover. "
+        "Most likely to help: a smaller prior_variance (or 'auto'), family='full' with "
+        "refine > 0 (its passes restart from the prior mean), or rule='blr'.",
+        DivergenceWarning,
+        stacklevel=5,
+    )
+
+
+def _keep_filters(est, better, kept, config):
+    """Take the belief (and a bank's evidence) of the filters where ``better`` is false
+    from the estimator's attributes ``kept``, and publish the result."""
+    old = kept["_state"]
+    est._state = tuple(
+        np.where(better.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+        for a, b in zip(est._state, old)
+    )
+    if est._log_evidence is not None:
+        est._log_evidence = np.where(better, est._log_evidence, kept["_log_evidence"])
+    est._publish(config)
+
+
+def _is_plain_batch(est, X, y):
+    """Whether ``validate_data`` would return X and y unchanged (so it can be skipped):
+    finite float numpy rows of the fitted width, numeric numpy targets of the same
+    length, and no feature names to check. The common case of a stream of
+    ``partial_fit`` calls; anything else goes through ``validate_data``."""
+    return (
+        type(y) is np.ndarray
+        and y.ndim in (1, 2)
+        and y.dtype.kind in "biuf"
+        and est._is_plain_rows(X)
+        and y.shape[0] == X.shape[0]
+        and (y.dtype.kind != "f" or bool(np.isfinite(y).all()))
+    )
+
+
+__all__ = ["fit_rows"]
