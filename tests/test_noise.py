@@ -195,9 +195,9 @@ def test_noise_discount_auto_and_set_params():
 
     lin = _reg().fit(X, y)  # "auto" is the exact NIG (δ = 1) for the linear model
     np.testing.assert_allclose(lin.noise_dof_, [dof(1.0)], rtol=RTOL)
-    net = _reg(family="diag", hidden_layer_sizes=(3,)).fit(X, y)  # networks: δ = 0.99
+    net = _reg(family="diag", hidden_layer_sizes=(3,), passes=1).fit(X, y)  # networks: δ = 0.99
     np.testing.assert_allclose(net.noise_dof_, [dof(0.99)], rtol=RTOL)
-    net = _reg(family="diag", hidden_layer_sizes=(3,), noise_discount=1.0).fit(X, y)
+    net = _reg(family="diag", hidden_layer_sizes=(3,), noise_discount=1.0, passes=1).fit(X, y)
     np.testing.assert_allclose(net.noise_dof_, [dof(1.0)], rtol=RTOL)
     # changed after a fit: used from the next update (a = δ a + 1/2 for that row)
     dof = lin.noise_dof_[0]
@@ -274,7 +274,7 @@ def test_network_bank_evidence_is_discounted():
     bank = _reg(prior_variance="bank", **kw).fit(X[:5], y[:5]).partial_fit(X[5:], y[5:])
     later = []
     for v in PRIOR_GRID:
-        alone = _reg(prior_variance=v, **kw).fit(X[:1], y[:1])
+        alone = _reg(prior_variance=v, passes=1, **kw).fit(X[:1], y[:1])
         terms = []
         for t in range(1, n):
             terms.append(alone.predict_logpdf(X[t : t + 1], y[t : t + 1])[0])
@@ -367,7 +367,7 @@ def test_factorised_equals_the_vb_adaptive_filter_on_a_nonlinear_model(delta):
     mean, cov, a, b = factorised_filter(
         X, y, _tanh_f_jac, _tanh_init(None, 2, 1), PRIOR_VAR * np.eye(4), delta
     )
-    kw = dict(model=(_tanh_init, _tanh_apply), noise_discount=delta)
+    kw = dict(model=(_tanh_init, _tanh_apply), noise_discount=delta, passes=1)
     est = _reg(**kw).fit(X, y)  # "auto" is factorised for a user model
     row = _reg(**kw)  # one row per call, pickled in the middle
     for i in range(len(y)):

@@ -115,6 +115,18 @@ class BongClassifier(ClassifierMixin, BongBase):
         Isotropic process noise q added before each update.
     batch_size : int, default=1
         Rows treated as one likelihood term per update.
+    passes : int or "auto", default="auto"
+        Passes ``fit`` makes over its rows, each learning every row at weight
+        1 / ``passes`` (tempered passes: the rows' total weight stays one, so the
+        posterior is that of the data seen once; for the linear-Gaussian model it is the
+        one-pass posterior exactly). The first pass takes the rows in order, the others
+        in an order drawn from ``random_state``. Later passes linearise the likelihood at
+        better means, which one pass of a network lacks. ``"auto"``: 10 for networks and
+        user models, 1 for the linear model, where a bank of filters runs and under the
+        prequential calibration (``passes_`` says which). More than one pass needs ``drift=1``,
+        ``process_noise=0`` and a single filter (a fixed ``prior_variance``; networks'
+        ``"auto"`` is one). If a pass refuses a row or diverges, ``fit`` keeps one
+        pass at full weight and warns. ``partial_fit`` is always one pass.
     predictive : {"auto", "plugin", "linmc", "mc"}, default="auto"
         Posterior predictive of ``predict_proba`` and ``predict``. ``"linmc"``:
         linearised Monte Carlo (logits f(x, μ) + J (θ − μ), θ ~ q, probabilities
@@ -181,6 +193,9 @@ class BongClassifier(ClassifierMixin, BongBase):
         Feature names, when X was a DataFrame with string column names.
     n_observations_ : int
         Rows learned so far.
+    passes_ : int
+        The tempered passes the last ``fit`` made (``passes``, or what ``"auto"`` chose;
+        1 where it fell back to one pass, and after ``partial_fit`` alone).
     n_refine_passes_ : int
         Further passes the last ``fit`` kept (``refine``; 0 after ``partial_fit`` alone).
     n_skipped_ : int
@@ -248,6 +263,7 @@ class BongClassifier(ClassifierMixin, BongBase):
         drift=1.0,
         process_noise=0.0,
         batch_size=1,
+        passes="auto",
         predictive="auto",
         predictive_samples=100,
         dtype="auto",
@@ -273,6 +289,7 @@ class BongClassifier(ClassifierMixin, BongBase):
             drift=drift,
             process_noise=process_noise,
             batch_size=batch_size,
+            passes=passes,
             predictive=predictive,
             predictive_samples=predictive_samples,
             dtype=dtype,

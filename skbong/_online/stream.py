@@ -736,6 +736,7 @@ def fit_rows(est, X, y, sample_weight, reset, **encode_kw):
             est._n_out = n_out
             if "refine" in est._parameter_constraints:  # the GLMs' fit (_refine)
                 est.n_refine_passes_ = 0
+            est.passes_ = 1
             config = est._reset(X.shape[1], n_out, hidden)
             affine = _inputs.standardisation(
                 config.model, X, sample_weight, est.fit_intercept
@@ -744,7 +745,10 @@ def fit_rows(est, X, y, sample_weight, reset, **encode_kw):
         else:
             config = est._config(hidden)
         fresh = est.__dict__.copy()  # the prior: where fit's further passes start
-        learn(est, config, X, Y, sample_weight, obs_var)
+        if reset and est._passes(config) > 1:
+            _tempered(est, config, X, Y, sample_weight, obs_var, fresh)
+        else:
+            learn(est, config, X, Y, sample_weight, obs_var)
         if reset:
             _refine(est, config, X, Y, sample_weight, obs_var, fresh)
     except BaseException:
@@ -752,6 +756,65 @@ def fit_rows(est, X, y, sample_weight, reset, **encode_kw):
         est.__dict__.update(backup)
         raise
     return est
+
+
+def _tempered(est, config, X, Y, sample_weight, obs_var, fresh):
+    """``fit``'s tempered passes (``passes`` > 1): every row learned once per pass at
+    weight 1 / passes, the first pass in the given order, the others each in an order
+    drawn from the estimator's seed.
+
+    Tempering keeps the rows' total weight at one: for a conjugate model the passes give
+    the one-pass posterior exactly (each pass multiplies the belief by the likelihood to
+    the power 1 / passes), and for a network the later passes linearise each row at a
+    mean that has seen all the data, not only the rows before it. The warnings of the
+    first pass reach the caller (row numbers in the call's order); later passes repeat
+    its judgement of the rows, so only warnings from elsewhere (a library's) are passed
+    on. A pass that fails (it raises, skips a row, or diverges: :data:`PASS_FAILURES`)
+    ends them: the estimator is restored to ``fresh`` and learns the rows in one pass at
+    full weight, and a :class:`~sklearn.exceptions.ConvergenceWarning` says why."""
+    passes = est._passes(config)
+    n_rows = X.shape[0]
+    w = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    w = w / passes
+    rng = np.random.default_rng([est._seed, 3])
+    why, first, later = None, [], []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for k in range(passes):
+            order = np.arange(n_rows) if k == 0 else rng.permutation(n_rows)
+            try:
+                learn(est, config, X[order], Y[order], w[order], obs_var)
+            except NonFiniteUpdateError as exc:
+                why = str(exc)
+            failed = [c for c in caught if issubclass(c.category, PASS_FAILURES)]
+            if why is None and failed:
+                why = str(failed[0].message)
+            (first if k == 0 else later).extend(caught)
+            caught.clear()
+            if why is not None:
+                break
+    if why is None:
+        for c in first + [c for c in later if not c.category.__module__.startswith("skbong")]:
+            warnings.warn(c.message, c.category, stacklevel=4)
+        # one call's rows, counted once; the interval calibration's window keeps them at
+        # their own weight (the prequential PITs were added at weight 1 / passes each time)
+        est.n_observations_ = fresh["n_observations_"] + n_rows
+        size = est._window_rows(config.model)
+        if size:
+            keep = (np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight)) > 0
+            rows = (X[keep], Y[keep], (w * passes)[keep].astype(Y.dtype))
+            est._window = _calibration.window_add(fresh.get("_window"), *rows, size)
+        est.passes_ = passes
+        return
+    est.__dict__.clear()
+    est.__dict__.update(fresh)
+    learn(est, config, X, Y, sample_weight, obs_var)
+    warnings.warn(
+        f"{type(est).__name__}: fit's tempered passes (passes={passes}) stopped at pass "
+        f"{k + 1}: {why} It learned the rows in one pass at full weight instead.",
+        ConvergenceWarning,
+        stacklevel=4,
+    )
 
 
 def _refine_passes(est, config):
