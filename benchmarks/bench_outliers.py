@@ -58,14 +58,14 @@ def methods(network, dofs=()):
         out[f"bong student_t nu={nu:g}"] = lambda nu=nu: BongRegressor(likelihood="student_t", dof=nu)
     if network:
         out["bong (50,) gaussian"] = lambda: BongRegressor(
-            hidden_layer_sizes=(50,), random_state=0
+            hidden_layer_sizes=(50,), passes=1, random_state=0
         )
         out["bong (50,) student_t"] = lambda: BongRegressor(
-            hidden_layer_sizes=(50,), likelihood="student_t", random_state=0
+            hidden_layer_sizes=(50,), likelihood="student_t", passes=1, random_state=0
         )
         for nu in dofs:
             out[f"bong (50,) student_t nu={nu:g}"] = lambda nu=nu: BongRegressor(
-                hidden_layer_sizes=(50,), likelihood="student_t", dof=nu, random_state=0
+                hidden_layer_sizes=(50,), likelihood="student_t", dof=nu, passes=1, random_state=0
             )
     out["HuberRegressor"] = HuberRegressor
     out["BayesianRidge"] = BayesianRidge

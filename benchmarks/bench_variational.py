@@ -32,7 +32,7 @@ Part 3 (``--parts knobs`` with ``--data-dir``), the settings: on the UCI sets of
 ``--knob-sets`` (the first ``--splits`` splits, standardised as in part 0)
 ``VariationalRegressor((50,))`` at its defaults and with one setting changed at a time
 (σ₀², early stopping, the solver, Monte Carlo samples, epochs, the predictive, batch
-size, learning and precision rates, curvature), beside one pass of ``BongRegressor((50,))``:
+size, learning and precision rates, curvature), beside one pass (``passes=1``) of ``BongRegressor((50,))``:
 whether any setting of the batch fit reaches the one pass's test log-likelihood.
 
 Usage: ``python benchmarks/bench_variational.py [--quick] [--out FILE]
@@ -108,7 +108,7 @@ def part1(solver_names, stages, out):
         sc = StandardScaler().fit(Xtr)
         Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
         if kind == "clf":
-            online = BongClassifier(hidden_layer_sizes=hidden, random_state=0)
+            online = BongClassifier(hidden_layer_sizes=hidden, passes=1, random_state=0)
             base = (
                 LogisticRegression(max_iter=5000)
                 if not hidden
@@ -116,7 +116,7 @@ def part1(solver_names, stages, out):
             )
             batch = VariationalClassifier
         else:
-            online = BongRegressor(hidden_layer_sizes=hidden, random_state=0)
+            online = BongRegressor(hidden_layer_sizes=hidden, passes=1, random_state=0)
             base = (
                 BayesianRidge()
                 if not hidden
@@ -195,7 +195,7 @@ def part0(data_dir, n_splits, out):
         ("Variational (50,)", lambda: VariationalRegressor(hidden_layer_sizes=(50,))),
         ("Variational (50,) s0=1", lambda: VariationalRegressor(hidden_layer_sizes=(50,),
                                                                 prior_variance=1.0)),
-        ("one BONG pass (50,)", lambda: BongRegressor(hidden_layer_sizes=(50,))),
+        ("one BONG pass (50,)", lambda: BongRegressor(hidden_layer_sizes=(50,), passes=1)),
         ("MLPRegressor (50,)", lambda: MLPRegressor(hidden_layer_sizes=(50,), max_iter=2000)),
         ("Variational linear", lambda: VariationalRegressor()),
         ("one BONG pass linear", lambda: BongRegressor()),
@@ -230,7 +230,7 @@ def part0(data_dir, n_splits, out):
             ("Variational (32,)", VariationalClassifier(hidden_layer_sizes=net, random_state=0)),
             ("Variational (32,) s0=1", VariationalClassifier(
                 hidden_layer_sizes=net, prior_variance=1.0, random_state=0)),
-            ("one BONG pass (32,)", BongClassifier(hidden_layer_sizes=net, random_state=0)),
+            ("one BONG pass (32,)", BongClassifier(hidden_layer_sizes=net, passes=1, random_state=0)),
             ("MLPClassifier (32,)", MLPClassifier(net, max_iter=2000, random_state=0)),
         ):
             elapsed = _timed_fit(est, Xtr, ytr)
@@ -263,7 +263,7 @@ def part3(data_dir, names, n_splits, out):
     for name in names:
         for i in range(n_splits):
             split = uci_split(data_dir, name, i)
-            makers = [("one BONG pass (50,)", BongRegressor(hidden_layer_sizes=(50,)))]
+            makers = [("one BONG pass (50,)", BongRegressor(hidden_layer_sizes=(50,), passes=1))]
             makers += [(f"Variational (50,) {knob or 'defaults'}",
                         VariationalRegressor(hidden_layer_sizes=(50,), **knob)) for knob in KNOBS]
             for label, est in makers:

@@ -1,3 +1,4 @@
 """The batch estimators (:class:`~skbong.VariationalRegressor`,
 :class:`~skbong.VariationalClassifier`): training to convergence with the solvers of
-:mod:`skbong.engine.solvers` (``base``), and their two faces."""
+:mod:`skbong.engine.solvers` (``base``), each naming the online estimators' face of its
+task."""
