@@ -50,6 +50,7 @@ def test_sample_weights_are_tempered_with_the_rows():
     np.testing.assert_allclose(many.posterior_.cov, one.posterior_.cov, rtol=1e-10, atol=1e-15)
 
 
+@pytest.mark.slow  # compiles networks of several estimators: the whole suite runs it
 def test_auto_takes_tempered_passes_for_networks_only():
     net = BongRegressor(hidden_layer_sizes=(8,), random_state=0).fit(X, Y)
     assert net.passes_ == AUTO_PASSES and net.n_observations_ == len(Y)
@@ -66,6 +67,7 @@ def test_auto_takes_tempered_passes_for_networks_only():
     assert BongRegressor(hidden_layer_sizes=(8,), calibration="prequential").fit(X, Y).passes_ == 1
 
 
+@pytest.mark.slow  # compiles networks of several estimators: the whole suite runs it
 def test_partial_fit_is_one_pass():
     first = BongRegressor(hidden_layer_sizes=(8,), random_state=0).partial_fit(X, Y)
     one = BongRegressor(hidden_layer_sizes=(8,), random_state=0, passes=1).fit(X, Y)
@@ -99,6 +101,7 @@ def test_passes_that_cannot_hold_are_refused_before_learning(params, match):
     np.testing.assert_array_equal(fitted.posterior_.mean, before)
 
 
+@pytest.mark.slow  # compiles networks of several estimators: the whole suite runs it
 def test_the_first_pass_warns_once_and_later_passes_are_not_repeated():
     """Gross outliers (5 % of 2,000 targets moved by 20–50 noise s.d.) make the first
     pass warn, naming the moved rows in the call's order; the later passes, which see
@@ -133,6 +136,7 @@ def test_a_failing_pass_falls_back_to_one_pass_at_full_weight(monkeypatch):
     np.testing.assert_array_equal(est.posterior_.mean, one.posterior_.mean)
 
 
+@pytest.mark.slow  # compiles networks of several estimators: the whole suite runs it
 def test_tempered_passes_fit_a_network_better_than_one():
     """The reason for the passes: one pass linearises each row at the mean of the rows
     before it; later passes at a mean that has seen them all. On a smooth nonlinear
