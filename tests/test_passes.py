@@ -17,7 +17,7 @@ from sklearn.exceptions import ConvergenceWarning
 from test_robustness import _outlier_rows
 
 from skbong import BongClassifier, BongPoissonRegressor, BongRegressor, OutliersWarning
-from skbong._online import stream
+from skbong._online import regression_face, stream
 from skbong._online.base import AUTO_PASSES
 from skbong.exceptions import NonFiniteUpdateError
 
@@ -152,3 +152,17 @@ def test_tempered_passes_fit_a_network_better_than_one():
         est = BongRegressor(hidden_layer_sizes=(50,), random_state=0, passes=passes).fit(Xs, ys)
         errors[passes] = np.sqrt(np.mean((est.predict(Xt) - yt) ** 2))
     assert errors[10] < 0.85 * errors[1]
+
+
+def test_the_calibration_window_keeps_the_rows_once_at_their_own_weight():
+    """The leave-one-out calibration of the linear model keeps the rows of ``fit``: after
+    tempered passes, once each at its own weight, as after one pass, so the intervals
+    are the same (the posterior is, above)."""
+    common = dict(prior_variance=1.0, dtype="float64", calibration="loo")
+    one = BongRegressor(passes=1, **common).fit(X, Y)
+    many = BongRegressor(passes=3, **common).fit(X, Y)
+    assert many.passes_ == 3
+    np.testing.assert_array_equal(
+        regression_face.calibration_counts(many), regression_face.calibration_counts(one)
+    )
+    np.testing.assert_allclose(many.predict_interval(X[:20]), one.predict_interval(X[:20]), rtol=1e-9)

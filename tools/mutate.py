@@ -763,8 +763,8 @@ MUTANTS = [
     Mutant(
         "tempered-weights-not-divided",
         "skbong/_online/stream.py",
-        "    w = w / passes\n",
-        "    w = w * 1.0\n",
+        "    w = weights / passes\n",
+        "    w = weights * 1.0\n",
         ("tests/test_passes.py", "-k", "conjugate_model"),
         "tempered passes learn every row at full weight in each pass: the data counted passes times",
     ),
@@ -791,6 +791,14 @@ MUTANTS = [
         "for c in first + later:",
         ("tests/test_passes.py", "-k", "warns_once"),
         "every tempered pass repeats the first pass's warnings, with row numbers of a shuffled order",
+    ),
+    Mutant(
+        "tempered-window-keeps-every-pass",
+        "skbong/_online/stream.py",
+        '            est._window = _calibration.window_add(fresh.get("_window"), *rows, size)\n',
+        "            pass\n",
+        ("tests/test_passes.py", "-k", "calibration_window"),
+        "after tempered passes the leave-one-out window holds each row once per pass at weight 1 / passes",
     ),
     Mutant(
         "passes-auto-with-a-bank",

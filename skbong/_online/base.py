@@ -289,10 +289,11 @@ class BongBase(BeliefBase):
         """The tempered passes ``fit`` makes (``passes``; ``"auto"``: :data:`AUTO_PASSES`
         for networks and user models, 1 for the linear model, whose one pass is exact
         for the Gaussian likelihood and refined for the GLMs (``refine``), and 1 where a
-        bank runs or the prequential calibration scores the rows). More than one pass needs a static belief (a pass over a stream that
-        drifts would apply the drift again) and a single filter (a bank's evidence is the
-        one-pass marginal likelihood of the rows, which tempered passes do not give), and
-        no prequential calibration (its PITs score each row before it is learned)."""
+        bank runs or the prequential calibration scores the rows). More than one pass
+        needs a static belief (a pass over a stream that drifts would apply the drift
+        again), a single filter (a bank's evidence is the one-pass marginal likelihood of
+        the rows, which tempered passes do not give), and no prequential calibration (its
+        PITs score each row before it is learned)."""
         if self.passes == "auto":
             static = not config.dynamic and not self._bank_spec().is_bank
             one_pass = config.pit is not None or engine.models.is_linear(config.model)

@@ -745,8 +745,9 @@ def fit_rows(est, X, y, sample_weight, reset, **encode_kw):
         else:
             config = est._config(hidden)
         fresh = est.__dict__.copy()  # the prior: where fit's further passes start
-        if reset and est._passes(config) > 1:
-            _tempered(est, config, X, Y, sample_weight, obs_var, fresh)
+        passes = est._passes(config) if reset else 1
+        if passes > 1:
+            _tempered(est, config, X, Y, sample_weight, obs_var, passes, fresh)
         else:
             learn(est, config, X, Y, sample_weight, obs_var)
         if reset:
@@ -758,7 +759,7 @@ def fit_rows(est, X, y, sample_weight, reset, **encode_kw):
     return est
 
 
-def _tempered(est, config, X, Y, sample_weight, obs_var, fresh):
+def _tempered(est, config, X, Y, sample_weight, obs_var, passes, fresh):
     """``fit``'s tempered passes (``passes`` > 1): every row learned once per pass at
     weight 1 / passes, the first pass in the given order, the others each in an order
     drawn from the estimator's seed.
@@ -772,10 +773,9 @@ def _tempered(est, config, X, Y, sample_weight, obs_var, fresh):
     on. A pass that fails (it raises, skips a row, or diverges: :data:`PASS_FAILURES`)
     ends them: the estimator is restored to ``fresh`` and learns the rows in one pass at
     full weight, and a :class:`~sklearn.exceptions.ConvergenceWarning` says why."""
-    passes = est._passes(config)
     n_rows = X.shape[0]
-    w = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight, np.float64)
-    w = w / passes
+    weights = np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    w = weights / passes
     rng = np.random.default_rng([est._seed, 3])
     why, first, later = None, [], []
     with warnings.catch_warnings(record=True) as caught:
@@ -801,8 +801,8 @@ def _tempered(est, config, X, Y, sample_weight, obs_var, fresh):
         est.n_observations_ = fresh["n_observations_"] + n_rows
         size = est._window_rows(config.model)
         if size:
-            keep = (np.ones(n_rows) if sample_weight is None else np.asarray(sample_weight)) > 0
-            rows = (X[keep], Y[keep], (w * passes)[keep].astype(Y.dtype))
+            keep = weights > 0
+            rows = (X[keep], Y[keep], weights[keep].astype(Y.dtype))
             est._window = _calibration.window_add(fresh.get("_window"), *rows, size)
         est.passes_ = passes
         return
