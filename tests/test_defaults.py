@@ -272,10 +272,12 @@ def test_auto_dtype_follows_the_width_of_the_linear_model():
 
 
 @pytest.mark.parametrize("cls", [BongRegressor, BongClassifier, BongPoissonRegressor])
-def test_auto_prior_is_the_bank_for_the_linear_model_and_one_for_networks(cls):
-    """``prior_variance="auto"``: the evidence bank over PRIOR_GRID for the linear model,
-    σ₀² = 1 for a network (the same belief as ``prior_variance=1.0``, bitwise), and
-    ``"bank"`` the bank for a network too."""
+def test_auto_prior_is_the_bank_for_the_linear_model_and_fixed_for_networks(cls):
+    """``prior_variance="auto"``: the evidence bank over PRIOR_GRID for the linear model;
+    for a network σ₀² = 10 in ``fit`` (the same belief as ``prior_variance=10.0``,
+    bitwise), and in a first ``partial_fit`` 10 for the Gaussian likelihood and 3 for
+    the others (whose one-pass step overshoots from a broad prior); ``"bank"`` the bank
+    for a network too."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(30, 2))
     y = np.abs(np.round(2 * X[:, 0])) if cls is BongPoissonRegressor else (X[:, 0] > 0).astype(int)
@@ -283,10 +285,21 @@ def test_auto_prior_is_the_bank_for_the_linear_model_and_one_for_networks(cls):
     np.testing.assert_array_equal(linear.prior_grid_, 10.0 ** np.arange(-3, 4))
     assert linear.prior_weights_.shape == (7,) and linear._state[0].shape[0] == 7
     net = cls(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
-    one = cls(hidden_layer_sizes=(3,), prior_variance=1.0, random_state=0).fit(X, y)
-    assert net.prior_variance_ == 1.0
-    for a, b in zip(net._state, one._state):
+    ten = cls(hidden_layer_sizes=(3,), prior_variance=10.0, random_state=0).fit(X, y)
+    assert net.prior_variance_ == 10.0
+    for a, b in zip(net._state, ten._state):
         np.testing.assert_array_equal(a, b)
+    one_pass = 10.0 if cls is BongRegressor else 3.0
+    kw = {"classes": [0, 1]} if cls is BongClassifier else {}
+    streamed = cls(hidden_layer_sizes=(3,), random_state=0).partial_fit(X, y, **kw)
+    given = cls(hidden_layer_sizes=(3,), prior_variance=one_pass, random_state=0)
+    given.partial_fit(X, y, **kw)
+    assert streamed.prior_variance_ == one_pass
+    for a, b in zip(streamed._state, given._state):
+        np.testing.assert_array_equal(a, b)
+    # the belief keeps the σ₀² it was built with: later calls do not change it
+    assert net.partial_fit(X, y).prior_variance_ == 10.0
+    assert streamed.partial_fit(X, y).prior_variance_ == one_pass
     with pytest.raises(AttributeError, match="a bank learns prior_variance"):
         net.prior_weights_  # noqa: B018
     bank = cls(hidden_layer_sizes=(3,), prior_variance="bank", random_state=0).fit(X, y)

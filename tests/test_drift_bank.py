@@ -16,7 +16,7 @@ import scipy.stats
 
 from skbong import BongRegressor, merge_posteriors
 from skbong._online import regression_face
-from skbong._online.bank import DRIFT_GRID, NETWORK_PRIOR_VARIANCE, PRIOR_GRID, Bank
+from skbong._online.bank import DRIFT_GRID, PRIOR_GRID, Bank
 from skbong.engine.models import OUTPUT_BIAS_VARIANCE
 
 OBS_VAR = 0.3
@@ -169,18 +169,19 @@ def test_drift_bank_is_not_merged():
 
 
 def test_bank_resolves_auto_once_for_the_model():
-    # "auto" is a prior bank for the linear model and the fixed network σ₀² otherwise;
-    # drift="auto" banks the drifts; the filters are the product, prior-major
-    linear = Bank.resolve("auto", 1.0, linear=True)
+    # "auto" is read as the model's meaning of it (a prior bank for the linear model, a
+    # network's fixed σ₀²); drift="auto" banks the drifts; the filters are the product,
+    # prior-major
+    linear = Bank.resolve("auto", 1.0, "bank")
     assert linear.learns_prior and not linear.learns_drift and linear.is_bank
     assert linear.priors == tuple(PRIOR_GRID) and linear.prior == "bank"
-    net = Bank.resolve("auto", 1.0, linear=False)
-    assert not net.is_bank and net.prior == NETWORK_PRIOR_VARIANCE
-    both = Bank.resolve("bank", "auto", linear=False)
+    net = Bank.resolve("auto", 1.0, 10.0)
+    assert not net.is_bank and net.prior == 10.0
+    both = Bank.resolve("bank", "auto", 10.0)
     priors, drifts = both.grid()
     assert len(priors) == len(PRIOR_GRID) * len(DRIFT_GRID)
     np.testing.assert_array_equal(priors[: len(DRIFT_GRID)], PRIOR_GRID[0])
     np.testing.assert_array_equal(drifts[: len(DRIFT_GRID)], DRIFT_GRID)
-    fixed = Bank.resolve(0.5, 0.99, linear=True)
+    fixed = Bank.resolve(0.5, 0.99, "bank")
     assert not fixed.is_bank and fixed.grid()[0].tolist() == [0.5]
     assert fixed.grid()[1].tolist() == [0.99]

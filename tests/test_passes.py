@@ -116,7 +116,11 @@ def test_the_first_pass_warns_once_and_later_passes_are_not_repeated():
     assert set(int(r) for r in listed.split(", ")) <= set(hit.tolist())
 
 
-def test_a_failing_pass_falls_back_to_one_pass_at_full_weight(monkeypatch):
+@pytest.mark.parametrize("cls", [BongRegressor, BongClassifier])
+def test_a_failing_pass_falls_back_to_one_pass_at_full_weight(monkeypatch, cls):
+    """The fallback is the one-pass fit, prior included: a classifier's one pass starts
+    from the narrower σ₀² of "auto" (ONE_PASS_NETWORK_PRIOR_VARIANCE)."""
+    target = Y if cls is BongRegressor else (Y > 0).astype(int)
     learn = stream.learn
     calls = []
 
@@ -128,11 +132,12 @@ def test_a_failing_pass_falls_back_to_one_pass_at_full_weight(monkeypatch):
 
     monkeypatch.setattr(stream, "learn", flaky)
     with pytest.warns(ConvergenceWarning, match="stopped at pass 3"):
-        est = BongRegressor(hidden_layer_sizes=(8,), random_state=0, passes=5).fit(X, Y)
+        est = cls(hidden_layer_sizes=(8,), random_state=0, passes=5).fit(X, target)
     monkeypatch.undo()
     assert calls[-1] is None  # the fallback learns the rows at their own weight
-    one = BongRegressor(hidden_layer_sizes=(8,), random_state=0, passes=1).fit(X, Y)
+    one = cls(hidden_layer_sizes=(8,), random_state=0, passes=1).fit(X, target)
     assert est.passes_ == 1 and est.n_observations_ == len(Y)
+    assert est.prior_variance_ == one.prior_variance_ == (10.0 if cls is BongRegressor else 3.0)
     np.testing.assert_array_equal(est.posterior_.mean, one.posterior_.mean)
 
 

@@ -76,16 +76,16 @@ def test_classifier_learns_its_prior_and_a_fixed_one_stays():
 
 @pytest.mark.parametrize("cls", [VariationalRegressor, VariationalClassifier])
 def test_networks_take_the_wide_prior_under_auto_and_keep_it(cls, linear_data):
-    """A built-in network's σ₀² under "auto" is VARIATIONAL_NETWORK_PRIOR_VARIANCE (10),
+    """A built-in network's σ₀² under "auto" is NETWORK_PRIOR_VARIANCE (10),
     unchanged by the epochs (no M-step: it would shrink the prior with the mean-field variances); the
     hyperparameters the solver ran with carry it (λ = 1 / (10 vⱼ u)); a number is used
     as given."""
-    from skbong._batch.base import VARIATIONAL_NETWORK_PRIOR_VARIANCE
+    from skbong.engine.models import NETWORK_PRIOR_VARIANCE
 
     X, y = linear_data
     target = (y > np.median(y)).astype(int) if cls is VariationalClassifier else y
     net = _fit(cls(hidden_layer_sizes=(8,), max_iter=20, random_state=0), X, target)
-    assert VARIATIONAL_NETWORK_PRIOR_VARIANCE == 10.0
+    assert NETWORK_PRIOR_VARIANCE == 10.0
     assert net.prior_variance_ == 10.0
     assert net.family_ == "diag"
     fixed = _fit(cls(hidden_layer_sizes=(8,), prior_variance=10.0, max_iter=20,

@@ -43,12 +43,6 @@ them requires a new ``fit`` (``warm_start`` and ``partial_fit`` refuse)."""
 PRIOR_VARIANCE_MIN, PRIOR_VARIANCE_MAX = 1e-3, 1e3
 """The range of σ₀² that ``prior_variance="auto"`` learns in."""
 
-VARIATIONAL_NETWORK_PRIOR_VARIANCE = 10.0
-"""σ₀² of the built-in networks under ``prior_variance="auto"`` (fan-in scaled): the
-ELBO's own M-step settles at 0.4–5 and under-fits, and a fixed 10 beat σ₀² = 1 and the
-learned value on each of the seven UCI regression sets and on most classification sets
-(:ref:`batch-defaults`)."""
-
 RATE_DROP = 0.1
 """The factor a plateau applies to the learning rate α and the precision rate β (up
 to ``rate_drops`` times in a fit)."""
@@ -275,15 +269,16 @@ class VariationalBase(BeliefBase):
 
     def _auto_prior_variance(self):
         """σ₀² under ``"auto"`` when a fit starts: 10 for the built-in networks
-        (:data:`VARIATIONAL_NETWORK_PRIOR_VARIANCE`), 1 for the linear model (where the
-        M-step takes over) and user models. A network takes no M-step: mean-field
+        (:data:`~skbong.engine.models.NETWORK_PRIOR_VARIANCE`, as for the online
+        estimators), 1 for the linear model (where the M-step takes over) and user models
+        (:data:`~skbong.engine.models.USER_MODEL_PRIOR_VARIANCE`). A network takes no M-step: mean-field
         variances are too small, the M-step shrinks σ₀² with them, and the narrower
         prior under-fits (a (50,) regressor on UCI energy: σ₀² learned at 0.8, test RMSE
         1.98; at 10, 0.56)."""
         model = self._batch.model
         if isinstance(model, engine.MLP) and not engine.models.is_linear(model):
-            return VARIATIONAL_NETWORK_PRIOR_VARIANCE
-        return 1.0
+            return engine.models.NETWORK_PRIOR_VARIANCE
+        return engine.models.USER_MODEL_PRIOR_VARIANCE
 
     def _prior_m_step(self, config, post, hyper):
         """``prior_variance="auto"``: the ELBO's M-step for σ₀² (empirical Bayes).

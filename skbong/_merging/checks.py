@@ -30,6 +30,8 @@ def _fitted_facts(est):
         "output shape (y 1-D or 2-D)": getattr(est, "_multi_output", None),
         "input_mean_": getattr(est, "input_mean_", None),
         "input_scale_": getattr(est, "input_scale_", None),
+        # "auto" is one σ₀² for a network's fit and another for its partial_fit
+        "prior variance": est._bank_spec().priors,
     }
 
 
@@ -174,6 +176,11 @@ def _check_together(estimators, compare_model):
                     "the shards)",
                 }
                 hints["input_scale_"] = hints["input_mean_"]
+                hints["prior variance"] = (
+                    " (a network's prior_variance='auto' is one σ₀² for fit's tempered "
+                    "passes and another for a first partial_fit: fit the shards alike, or "
+                    "pass a fixed prior_variance)"
+                )
                 raise ValueError(
                     f"the fitted {name} of estimator {i} differs from estimator 0 "
                     f"({value!r} vs {facts[name]!r}){hints.get(name, '')}"

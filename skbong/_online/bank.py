@@ -34,10 +34,6 @@ _BANKS = "prior_variance='bank', 'auto' for the linear model, or drift='auto'"
 _MIN_WEIGHT = 1e-9
 """Bank filters with a smaller posterior weight are left out of predictions."""
 
-NETWORK_PRIOR_VARIANCE = 1.0
-"""σ₀² that ``prior_variance="auto"`` fixes for networks and user models (with the
-fan-in scaling of :mod:`skbong.engine.models`, the LeCun-normal scale at any width)."""
-
 NETWORK_EVIDENCE_DISCOUNT = 0.99
 """δ of a network's online evidence per row (about the last 100 rows' predictions)."""
 
@@ -63,17 +59,17 @@ class Bank:
     learns_drift: bool
 
     @classmethod
-    def resolve(cls, prior_variance, drift, linear):
-        """The bank of the parameters for the linear model (``linear``) or a network:
-        ``prior_variance="auto"`` is ``"bank"`` for the linear model and
-        :data:`NETWORK_PRIOR_VARIANCE` otherwise; ``drift="auto"`` is a bank of drifts
-        (one object per distinct triple: every call of a stream asks)."""
-        return _resolved(cls, prior_variance, drift, bool(linear))
+    def resolve(cls, prior_variance, drift, auto):
+        """The bank of the parameters, ``prior_variance="auto"`` read as ``auto``
+        (``"bank"`` for the linear model, a network's σ₀²: :func:`auto_prior`);
+        ``drift="auto"`` is a bank of drifts (one object per distinct triple: every call
+        of a stream asks)."""
+        return _resolved(cls, prior_variance, drift, auto)
 
     @classmethod
-    def _build(cls, prior_variance, drift, linear):
+    def _build(cls, prior_variance, drift, auto):
         if isinstance(prior_variance, str) and prior_variance == "auto":
-            prior_variance = "bank" if linear else NETWORK_PRIOR_VARIANCE
+            prior_variance = auto
         learns_prior = isinstance(prior_variance, str)
         learns_drift = isinstance(drift, str)
         priors = tuple(PRIOR_GRID) if learns_prior else (float(prior_variance),)
@@ -105,8 +101,8 @@ class Bank:
 
 
 @functools.lru_cache(maxsize=64)
-def _resolved(cls, prior_variance, drift, linear):
-    return cls._build(prior_variance, drift, linear)
+def _resolved(cls, prior_variance, drift, auto):
+    return cls._build(prior_variance, drift, auto)
 
 
 def evidence_discount(model):
@@ -139,8 +135,25 @@ def evidence_path(log_evidence, log_lik, delta):
 
 def of(est):
     """The :class:`Bank` of the current parameters for the estimator's model."""
-    linear = est.model is None and not est._model_params()
-    return Bank.resolve(est.prior_variance, est.drift, linear)
+    return Bank.resolve(est.prior_variance, est.drift, auto_prior(est))
+
+
+def auto_prior(est, one_pass=None):
+    """What ``prior_variance="auto"`` means for the estimator's model: ``"bank"`` for
+    the linear model; :data:`~skbong.engine.models.USER_MODEL_PRIOR_VARIANCE` for a
+    user model; for a built-in network
+    :data:`~skbong.engine.models.NETWORK_PRIOR_VARIANCE`, or
+    :data:`~skbong.engine.models.ONE_PASS_NETWORK_PRIOR_VARIANCE` where a
+    non-Gaussian likelihood learned its first rows in one pass (``one_pass``; by
+    default what the belief was built for)."""
+    models = engine.models
+    if est.model is not None:
+        return models.USER_MODEL_PRIOR_VARIANCE
+    if not est._model_params():
+        return "bank"
+    if one_pass is None:
+        one_pass = getattr(est, "_one_pass_prior", False)
+    return models.ONE_PASS_NETWORK_PRIOR_VARIANCE if one_pass else models.NETWORK_PRIOR_VARIANCE
 
 
 def filter_weights(est):
@@ -264,7 +277,6 @@ def drift(est):
 __all__ = [
     "Bank",
     "DRIFT_GRID",
-    "NETWORK_PRIOR_VARIANCE",
     "PRIOR_GRID",
     "evidence_path",
     "evidence_discount",

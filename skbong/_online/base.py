@@ -349,7 +349,7 @@ class BongBase(BeliefBase):
         variance at every step (90 % intervals covered 97 % of a drifting stream).
         """
         cached = getattr(self, "_prior_var_cache", None)
-        key = (repr(self.prior_variance), repr(self.drift), config.model, config.likelihood)
+        key = (self._bank_spec(), config.model, config.likelihood)
         if cached is None or cached[0] != key:
             broad = config.impl.likelihood.additive_noise
 
@@ -397,18 +397,14 @@ class BongBase(BeliefBase):
         cls = self._state_class()
         return cls(*state) if noise is None else (cls(*state), engine.NoiseState(*noise))
 
-    def _reset(self, n_features, n_outputs, hidden):
-        """Forget everything: draw the seed, build the configuration and the prior."""
+    def _reset(self, n_features, n_outputs, hidden, fit=False):
+        """Forget everything: draw the seed, build the configuration, choose the passes
+        (``fit``: :meth:`_passes`; 1 for ``partial_fit``) and build the prior for them.
+        Returns the configuration and the passes."""
         self._seed = _draw_seed(self.random_state)
         config = self._build_config(n_features, n_outputs, hidden)
-        bank = self._bank_spec().is_bank
-        with self._x64():
-            prior_var = self._prior_variances(config).astype(self._jax_dtype())
-            mean0, state = engine.prior(config, self._seed, prior_var, self._jax_dtype())
-            self._prior_mean = np.asarray(mean0)
-            self._state = tuple(np.asarray(a) for a in state)
-        # a bank's filters are stacked on a leading axis; their weights come from the evidence
-        self._log_evidence = np.zeros(len(prior_var)) if bank else None
+        passes = self._passes(config) if fit else 1
+        self._init_prior(config, passes)
         self._noise = None
         self._pit_counts = None
         self._window = self._loo_cache = None
@@ -420,7 +416,19 @@ class BongBase(BeliefBase):
         self.n_observations_ = 0
         self.n_skipped_ = 0
         self._n_steps = 0
-        return config
+        return config, passes
+
+    def _init_prior(self, config, passes):
+        """The belief at the prior, for a fit of ``passes`` passes (the σ₀² of
+        ``prior_variance="auto"`` depends on it: :func:`.bank.auto_prior`)."""
+        self._one_pass_prior = passes == 1 and not config.impl.likelihood.additive_noise
+        with self._x64():
+            prior_var = self._prior_variances(config).astype(self._jax_dtype())
+            mean0, state = engine.prior(config, self._seed, prior_var, self._jax_dtype())
+            self._prior_mean = np.asarray(mean0)
+            self._state = tuple(np.asarray(a) for a in state)
+        # a bank's filters are stacked on a leading axis; their weights come from the evidence
+        self._log_evidence = np.zeros(len(prior_var)) if self._bank_spec().is_bank else None
 
     def _config(self, hidden=None):
         """The engine configuration of the fitted belief; ``hidden``: already-checked layer

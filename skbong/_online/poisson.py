@@ -276,17 +276,16 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
             self.prior_intercept_ = float(np.log((y.sum() + 0.5) / len(y)))
         return y[:, None], 1, 1.0
 
-    def _reset(self, n_features, n_outputs, hidden):
+    def _init_prior(self, config, passes):
         """The prior of :class:`BongBase`, with the output bias (the intercept of the
         log-rate) centred at ``prior_intercept_``."""
-        config = super()._reset(n_features, n_outputs, hidden)
+        super()._init_prior(config, passes)
         model = config.model
         if isinstance(model, engine.MLP) and (model.fit_intercept or model.hidden):
             shift = np.zeros(self._prior_mean.shape[-1], self._prior_mean.dtype)
             shift[-1] = self.prior_intercept_  # the output bias is the last parameter
             self._prior_mean = self._prior_mean + shift
             self._state = (self._state[0] + shift, *self._state[1:])
-        return config
 
     def _linear_attributes(self, weights, bias):
         return weights[0], float(bias[0])

@@ -737,15 +737,14 @@ def fit_rows(est, X, y, sample_weight, reset, **encode_kw):
             if "refine" in est._parameter_constraints:  # the GLMs' fit (_refine)
                 est.n_refine_passes_ = 0
             est.passes_ = 1
-            config = est._reset(X.shape[1], n_out, hidden)
+            config, passes = est._reset(X.shape[1], n_out, hidden, fit=reset)
             affine = _inputs.standardisation(
                 config.model, X, sample_weight, est.fit_intercept
             )
             _inputs.publish(est, affine, X.shape[1])
         else:
-            config = est._config(hidden)
+            config, passes = est._config(hidden), 1
         fresh = est.__dict__.copy()  # the prior: where fit's further passes start
-        passes = est._passes(config) if reset else 1
         if passes > 1:
             _tempered(est, config, X, Y, sample_weight, obs_var, passes, fresh)
         else:
@@ -808,6 +807,7 @@ def _tempered(est, config, X, Y, sample_weight, obs_var, passes, fresh):
         return
     est.__dict__.clear()
     est.__dict__.update(fresh)
+    est._init_prior(config, 1)  # the prior for one pass (auto_prior)
     learn(est, config, X, Y, sample_weight, obs_var)
     warnings.warn(
         f"{type(est).__name__}: fit's tempered passes (passes={passes}) stopped at pass "
