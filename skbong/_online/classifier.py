@@ -94,9 +94,12 @@ class BongClassifier(ClassifierMixin, BongBase):
         σ₀² ∈ {10⁻³, …, 10³} weighted by their online evidence (``prior_weights_``;
         discounted by 0.99 per row for networks).
         ``"auto"`` (the default) is ``"bank"`` for the linear model, whose evidence is its
-        online marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and 1.0 for
-        networks and user models, where the bank costs about ten filters' time;
-        ``prior_variance_`` says which value is in use (:ref:`defaults`).
+        online marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and for
+        the built-in networks (where the bank costs about ten filters' time) 10, or 3
+        where the first rows are learned in one pass (``partial_fit``, ``passes=1``: the
+        one-pass step overshoots from a broader prior), and 1 for user models (whose
+        parameters it scales by nothing); ``prior_variance_`` says which value is in
+        use (:ref:`defaults`).
     drift : float in (0, 1] or "auto", default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update. 1 (with
         ``process_noise=0``): a static model, for stationary data; below 1: the belief

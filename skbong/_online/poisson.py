@@ -73,9 +73,12 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         log-rate), or ``"bank"`` for a bank of prior variances weighted by their
         one-step-ahead (plug-in) predictive log-likelihood.
         ``"auto"`` (the default) is ``"bank"`` for the linear model, whose evidence is its
-        online marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and 1.0 for
-        networks and user models, where the bank costs about ten filters' time;
-        ``prior_variance_`` says which value is in use (:ref:`defaults`).
+        online marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and for
+        the built-in networks (where the bank costs about ten filters' time) 10, or 3
+        where the first rows are learned in one pass (``partial_fit``, ``passes=1``: the
+        one-pass step overshoots from a broader prior), and 1 for user models (whose
+        parameters it scales by nothing); ``prior_variance_`` says which value is in
+        use (:ref:`defaults`).
     drift : float in (0, 1], default=1.0
         Ornstein–Uhlenbeck decay γ toward the prior before each update (non-stationary
         rates).

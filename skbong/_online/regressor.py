@@ -125,9 +125,10 @@ class BongRegressor(RegressorMixin, BongBase):
         discounted by 0.99 per row, so that it follows the model as it is now), and
         predicts with their mixture (``prior_weights_``, ``prior_variance_``).
         ``"auto"`` (the default) is ``"bank"`` for the linear model, whose evidence is its
-        exact marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and 1.0 for
-        networks and user models, where the bank costs about ten filters' time;
-        ``prior_variance_`` says which value is in use (:ref:`defaults`).
+        exact marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and 10 for
+        the built-in networks (the bank costs about ten filters' time there) and 1 for
+        user models (whose parameters it scales by nothing); ``prior_variance_`` says
+        which value is in use (:ref:`defaults`).
     likelihood : {"gaussian", "student_t"}, default="gaussian"
         Observation model. ``"gaussian"``: y = f(x, θ) + ε, ε ~ N(0, R), conjugate for
         the linear model. ``"student_t"``: ε ~ t_ν(0, R) with ν = ``dof`` degrees of
