@@ -347,6 +347,20 @@ def test_refuses_networks_with_different_prior_means():
     assert np.isfinite(merge_posteriors([one, clone(one).fit(X[8:], Y[8:])]).posterior_mean_).all()
 
 
+def test_refuses_networks_whose_auto_prior_differs():
+    """A classifier network's prior_variance="auto" is σ₀² = 10 for fit's tempered
+    passes and 3 for a first partial_fit: shards learned the two ways hold different
+    priors, which the merge names rather than mixing."""
+    labels = (Y > np.median(Y)).astype(int)
+    net = BongClassifier(hidden_layer_sizes=(2,), family="diag", random_state=0)
+    fitted = clone(net).fit(X[:8], labels[:8])
+    streamed = clone(net).partial_fit(X[8:], labels[8:], classes=[0, 1])
+    assert (fitted.prior_variance_, streamed.prior_variance_) == (10.0, 3.0)
+    with pytest.raises(ValueError, match=r"prior variance.*differs.*fixed prior_variance"):
+        merge_posteriors([fitted, streamed])
+    assert merge_posteriors([fitted, clone(net).fit(X[8:], labels[8:])]).prior_variance_ == 10.0
+
+
 def test_a_merge_that_is_not_a_gaussian_is_refused(pair):
     """Precisions below the prior's (possible for non-conjugate updates) can sum to an
     indefinite matrix: refused, nothing returned."""

@@ -630,6 +630,14 @@ MUTANTS = [
     ),
     # -------------------------------------------------------------- skbong/_online/base.py
     Mutant(
+        "one-pass-prior-for-every-likelihood",
+        "skbong/_online/base.py",
+        "self._one_pass_prior = passes == 1 and not config.impl.likelihood.additive_noise",
+        "self._one_pass_prior = passes == 1",
+        ("tests/test_defaults.py", "-k", "auto_prior"),
+        "a regressor network's partial_fit takes the narrower one-pass prior too",
+    ),
+    Mutant(
         "getstate-resets-step-counter",
         "skbong/_online/base.py",
         "    def _poor_score(self):\n",
@@ -779,10 +787,18 @@ MUTANTS = [
     Mutant(
         "tempered-fallback-keeps-partial-passes",
         "skbong/_online/stream.py",
-        "    est.__dict__.clear()\n    est.__dict__.update(fresh)\n    learn(est, config, X, Y, sample_weight, obs_var)\n",
+        "    est.__dict__.clear()\n    est.__dict__.update(fresh)\n    est._init_prior(config, 1)  # the prior for one pass (auto_prior)\n    learn(est, config, X, Y, sample_weight, obs_var)\n",
         "",
         ("tests/test_passes.py", "-k", "falls_back"),
         "a failed tempered pass leaves the belief of the passes before it (a fraction of the data's weight)",
+    ),
+    Mutant(
+        "fallback-keeps-tempered-prior",
+        "skbong/_online/stream.py",
+        "    est._init_prior(config, 1)  # the prior for one pass (auto_prior)\n",
+        "",
+        ("tests/test_passes.py", "-k", "falls_back"),
+        "a fit whose tempered passes fell back to one pass keeps the prior chosen for the passes",
     ),
     Mutant(
         "tempered-later-warnings-repeated",
@@ -1103,6 +1119,14 @@ MUTANTS = [
     ),
     # -------------------------------------------------------------- skbong/_online/bank.py
     Mutant(
+        "one-pass-prior-never",
+        "skbong/_online/bank.py",
+        "return models.ONE_PASS_NETWORK_PRIOR_VARIANCE if one_pass else models.NETWORK_PRIOR_VARIANCE",
+        "return models.NETWORK_PRIOR_VARIANCE",
+        ("tests/test_defaults.py", "-k", "auto_prior"),
+        "a classifier network's partial_fit starts from the broad prior its one-pass step overshoots from",
+    ),
+    Mutant(
         "network-evidence-not-discounted",
         "skbong/_online/bank.py",
         "NETWORK_EVIDENCE_DISCOUNT = 0.99\n",
@@ -1133,6 +1157,15 @@ MUTANTS = [
         "",
         ("tests/test_drift_bank.py::test_calibration_follows_the_evidence",),
         "the leave-one-out PITs mix the drifting filters, whose rows are not exchangeable",
+    ),
+    # ---------------------------------------------------- skbong/_merging/checks.py
+    Mutant(
+        "merge-ignores-prior-variance",
+        "skbong/_merging/checks.py",
+        '        "prior variance": est._bank_spec().priors,\n',
+        "",
+        ("tests/test_merge.py", "-k", "auto_prior_differs"),
+        "shards of different σ₀² merge as if they shared one prior",
     ),
     # -------------------------------------------------- skbong/_batch/base.py
     Mutant(

@@ -30,7 +30,7 @@ NETWORK_PRIOR_VARIANCE = 10.0
 :meth:`MLP.prior_variances`), online and batch alike. Against σ₀² = 1 (the
 LeCun-normal scale) it gave a (32,) classifier's ``fit`` a lower test log-loss in 23 of
 28 cases (14 classification sets, raw and standardised) and a (50,) regressor's a lower
-NLL in 27 of 34 (17 regression sets); the batch solvers' own M-step settles at 0.4–5
+NLL in 28 of 34 (17 regression sets); the batch solvers' own M-step settles at 0.4–5
 and under-fits (:ref:`defaults`)."""
 
 ONE_PASS_NETWORK_PRIOR_VARIANCE = 3.0
