@@ -277,7 +277,7 @@ def part3(data_dir, names, n_splits, out):
 
 def _adam_epoch(model, likelihood):
     from skbong.engine.config import Config
-    from skbong.engine.curvature import batch_log_lik
+    from skbong.engine.outputs import batch_log_lik
 
     config = Config(model=model, likelihood=likelihood, family="diag")
 

@@ -18,7 +18,7 @@ import pytest
 
 from skbong import engine as E
 from skbong.engine.families import dlr, full, gaussian
-from skbong.engine.rules import checks_before_writing
+from skbong.engine.filter.rules import checks_before_writing
 from skbong.engine.types import Curv
 
 
@@ -342,7 +342,7 @@ def test_learned_noise_stream_takes_the_checked_step(monkeypatch, family, couple
     belief, noise posterior, log-likelihoods and outputs (float64, 1e-10: the two steps
     differ only in the order of their operations), over 30 rows of which one has a zero
     weight (padding) and one an infinite target (refused)."""
-    st = importlib.import_module("skbong.engine.stream")  # the package exports a function `stream`
+    st = importlib.import_module("skbong.engine.filter.stream")  # the package exports a function `stream`
     cfg = E.Config(E.MLP(4, 1), "gaussian", family, 3, "bong", "lin_hess", 1, 1,
                    learn_noise=True, noise_coupled=coupled)
     assert checks_before_writing(cfg)
@@ -355,7 +355,7 @@ def test_learned_noise_stream_takes_the_checked_step(monkeypatch, family, couple
     with jax.enable_x64(True):
         hyper = E.Hyper(*(jnp.asarray(v, jnp.float64) for v in (1.0, 0.5, 1.0, 1.0, 0.0)))
         mean0, belief = E.prior(cfg, 0, hyper.prior_var, np.dtype(np.float64))
-        state = (belief, E.noise.init(0.5, 1, jnp.float64))
+        state = (belief, E.filter.noise.init(0.5, 1, jnp.float64))
         args = (mean0, hyper, xs, ys, ws, 0, jax.random.PRNGKey(0))
         checked = st._run_stream(cfg, state, *args)
         monkeypatch.setattr(st, "checks_before_writing", lambda config: False)

@@ -57,7 +57,7 @@ from scipy import stats
 
 from skbong import engine as E
 from skbong.engine import curvature
-from skbong.engine.curvature import ESTIMATORS
+from skbong.engine.filter.curvature import ESTIMATORS
 
 D, C, B, RANK = 3, 2, 5, 2
 N_KEYS = 32
@@ -69,7 +69,7 @@ MS = (10, 100, 1000)
 WEIGHTS = np.array([1.0, 0.5, 2.0, 1.0, 0.7])
 W_BAR = WEIGHTS.mean()
 """Row weights of the problem, and their mean: a weight counts as repeated rows, so the
-EF factor is divided by √w̄ (``skbong.engine.curvature._weight_scale``)."""
+EF factor is divided by √w̄ (``skbong.engine.filter.curvature._weight_scale``)."""
 
 
 def _problem(dtype):

@@ -111,7 +111,7 @@ from skbong import engine as E
 from skbong.engine.families.dlr import variances_positive
 from skbong.engine.families.full import is_spd
 
-STREAM = importlib.import_module("skbong.engine.stream")  # ``E.stream`` is the function
+STREAM = importlib.import_module("skbong.engine.filter.stream")  # ``E.stream`` is the function
 
 PINNED_BACKEND = jax.default_backend() == "cpu"
 """Whether the measured edge outcomes (:data:`PINNED`, :data:`REFUSED`) are compared: on

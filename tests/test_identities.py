@@ -238,7 +238,7 @@ def test_ef_weight_counts_as_repeated_rows():
     import jax.numpy as jnp
 
     from skbong import engine
-    from skbong.engine.curvature import ESTIMATORS
+    from skbong.engine.filter.curvature import ESTIMATORS
 
     model = engine.MLP(3, 1, (4,))
     config = engine.Config(model=model, family="diag", hessian="lin_ef", mc_samples=3)

@@ -339,7 +339,7 @@ def _linear_f_jac(theta, x):
 
 def factorised_filter(X, y, f_jac, mean, cov, delta, a0=1.0, b0=1.0):
     """The factorised noise-adaptive EKF row by row, written from the recursion (Särkkä &
-    Nummenmaa 2009, with the rate increment of skbong.engine.noise): the EKF step at
+    Nummenmaa 2009, with the rate increment of skbong.engine.filter.noise): the EKF step at
     R = b / a, Σ not rescaled, then a ← δ a + 1/2, b ← δ b + max(e e', 0) / 2 with e and
     e' the residuals at the mean before and after the step."""
     a, b = a0, b0

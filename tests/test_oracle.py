@@ -83,7 +83,7 @@ from _oracle import (
 )
 
 from skbong import engine as E
-from skbong.engine.curvature import ESTIMATORS
+from skbong.engine.filter.curvature import ESTIMATORS
 
 RTOL = 1e-9
 M = 3  # MC samples

@@ -1,5 +1,5 @@
 """``fit``'s further passes (``refine``): the iterated filter, LIN-HESS linearised at the
-previous pass's mean (engine: ``Hyper.lin_point``, :func:`skbong.engine.curvature.lin_hess`).
+previous pass's mean (engine: ``Hyper.lin_point``, :func:`skbong.engine.filter.curvature.lin_hess`).
 
 The references are independent: the expansion's gradient written out in numpy, the
 mode of the log posterior found by scipy's optimiser, and the Laplace precision (the
@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import skbong.engine as E
 from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
-from skbong.engine.curvature import lin_hess
+from skbong.engine.filter.curvature import lin_hess
 from skbong.exceptions import DivergenceWarning
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from skbong import engine as E
-from skbong.engine.curvature import ESTIMATORS
+from skbong.engine.filter.curvature import ESTIMATORS
 from skbong.engine.likelihoods import LIKELIHOODS
 
 BIG = [0.0, 1.0, -1.0, 1e-30, 1e19, -1e19, 1e30, 3e38, -3e38]

@@ -150,7 +150,7 @@ def test_results_are_fetched_together_off_the_cpu(monkeypatch):
     ``copy_to_host_async``."""
     from jax._src.array import ArrayImpl
 
-    stream_mod = importlib.import_module("skbong.engine.stream")
+    stream_mod = importlib.import_module("skbong.engine.filter.stream")
     cfg, state, mean0, hyper, x, y, w = _problem(n=600, dtype=np.float32)  # 512 + 88 steps
     fetched = []
     monkeypatch.setattr(ArrayImpl, "copy_to_host_async", lambda a: fetched.append(a))

@@ -2,7 +2,7 @@
 
 The likelihood's functions against jax.grad, scipy and the closed-form Fisher; the
 update of the linear model against a numpy recursion written here from the formulas of
-:mod:`skbong.engine.student_t` and :mod:`skbong.engine.noise` (nothing from skbong):
+:mod:`skbong.engine.student_t` and :mod:`skbong.engine.filter.noise` (nothing from skbong):
 
     ŝ = b / a,  e = y − hᵀμ,  g = (ν + 1) e / (ν ŝ + e²),  c = (ν + 1) / ((ν + 3) ŝ),
     Λ' = Λ + c h hᵀ,  μ' = μ + Λ'⁻¹ h g,  e' = y − hᵀμ',  r² = max(e e', 0),

@@ -419,10 +419,10 @@ MUTANTS = [
         ("tests/test_split.py",),
         "the Gaussian LIN-HESS step keeps its products with r = 0 (22 % of full at P = 100)",
     ),
-    # --------------------------------------------------- skbong/engine/curvature.py
+    # --------------------------------------------------- skbong/engine/filter/curvature.py
     Mutant(
         "split-exact-zeroes-overflowed-u",
-        "skbong/engine/curvature.py",
+        "skbong/engine/filter/curvature.py",
         "        coef = coef.reshape(-1)\n        return coef @ rows",
         "        coef = jnp.where(jnp.isfinite(coef), coef, 0.0).reshape(-1)\n        return coef @ rows",
         ("tests/test_split.py", "-k", "refused"),
@@ -430,16 +430,16 @@ MUTANTS = [
     ),
     Mutant(
         "refine-expansion-sign",
-        "skbong/engine/curvature.py",
+        "skbong/engine/filter/curvature.py",
         "coef = coef - (rows @ (state.mean - point)).reshape(coef.shape)",
         "coef = coef + (rows @ (state.mean - point)).reshape(coef.shape)",
         ("tests/test_refine.py", "-k", "expansion_about_it"),
         "LIN-HESS about a point θ̄: the expansion's correction −√wᵢ Sᵢᵀ Jᵢ (μ − θ̄) added",
     ),
-    # ------------------------------------------------------- skbong/engine/rules.py
+    # ------------------------------------------------------- skbong/engine/filter/rules.py
     Mutant(
         "blr-without-kl",
-        "skbong/engine/rules.py",
+        "skbong/engine/filter/rules.py",
         "    prior = predicted if rule.kl else None\n",
         "    prior = None\n",
         ("tests/test_oracle.py", "-k", "inner_step"),
@@ -447,7 +447,7 @@ MUTANTS = [
     ),
     Mutant(
         "blr-one-inner-step",
-        "skbong/engine/rules.py",
+        "skbong/engine/filter/rules.py",
         '    "blr": Rule(natural=True, kl=True, unit_rate=False),\n',
         '    "blr": Rule(natural=True, kl=False, unit_rate=False),\n',
         ("tests/test_oracle.py", "-k", "inner_step"),
@@ -455,7 +455,7 @@ MUTANTS = [
     ),
     Mutant(
         "overshoot-guard-off",
-        "skbong/engine/rules.py",
+        "skbong/engine/filter/rules.py",
         "        return _row_log_lik(config, new.mean, x, y, w, obs_var) >= start - slack\n",
         "        return jnp.asarray(True)\n",
         ("tests/test_poisson.py", "-k", "guard"),
@@ -497,10 +497,10 @@ MUTANTS = [
         ("tests/test_precision.py",),
         "a precision the user chose is replaced by skbong's",
     ),
-    # ------------------------------------------------------ skbong/engine/stream.py
+    # ------------------------------------------------------ skbong/engine/filter/stream.py
     Mutant(
         "zero-input-is-padding",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "    active = jnp.any(w != 0)  # all-zero weights are padding; a NaN weight is not (refused)",
         "    active = jnp.any(w != 0) & jnp.any(x != 0)",
         ("tests/test_faults.py", "-k", "engine_fault_matrix"),
@@ -508,7 +508,7 @@ MUTANTS = [
     ),
     Mutant(
         "refuse-large-inputs",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "        ok = family.is_valid(new)\n",
         "        ok = family.is_valid(new) & jnp.all(jnp.abs(x) < 1e3)\n",
         ("tests/test_faults.py", "-k", "engine_fault_matrix"),
@@ -516,7 +516,7 @@ MUTANTS = [
     ),
     Mutant(
         "pit-plugin-scale",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         '    scale2 = _scale2(config, family, belief, x, f, obs_var, config.pit == "linmc")',
         "    scale2 = _scale2(config, family, belief, x, f, obs_var, False)",
         ("tests/test_calibration.py",),
@@ -524,7 +524,7 @@ MUTANTS = [
     ),
     Mutant(
         "pit-after-drift-step",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "        f_now = config.model.apply(belief.mean, x) if config.dynamic else f\n"
         "        out = _residual(config, family, belief, x, y, f_now, hyper.obs_var)",
         "        out = _residual(config, family, predicted, x, y, f, hyper.obs_var)",
@@ -533,7 +533,7 @@ MUTANTS = [
     ),
     Mutant(
         "drift-bank-shares-one-drift",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "        drift=0 if jnp.ndim(hyper.drift) else None,",
         "        drift=None,",
         ("tests/test_drift_bank.py",),
@@ -541,7 +541,7 @@ MUTANTS = [
     ),
     Mutant(
         "end-check-on-every-chunk",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "        final = (last,) if checked else ()",
         "        final = (True,) if checked else ()",
         ("tests/test_faults.py", "-k", "checked_once"),
@@ -549,7 +549,7 @@ MUTANTS = [
     ),
     Mutant(
         "end-check-never-on-the-last-chunk",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "        final = (last,) if checked else ()",
         "        final = (False,) if checked else ()",
         ("tests/test_faults.py", "-k", "checked_once or definite or cancelled"),
@@ -557,7 +557,7 @@ MUTANTS = [
     ),
     Mutant(
         "end-check-always-branches",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "    if max(a.size for a in jax.tree_util.tree_leaves(belief)) < BRANCH_FROM:",
         "    if False:",
         ("tests/test_faults.py", "-k", "branches or checked_once"),
@@ -565,7 +565,7 @@ MUTANTS = [
     ),
     Mutant(
         "end-check-never-branches",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "    if max(a.size for a in jax.tree_util.tree_leaves(belief)) < BRANCH_FROM:",
         "    if True:",
         ("tests/test_faults.py", "-k", "branches or checked_once"),
@@ -573,7 +573,7 @@ MUTANTS = [
     ),
     Mutant(
         "stream-outputs-shifted",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "    return state, out[..., 0], out[..., 1:], ok",
         "    return state, out[..., 1], out[..., 1:], ok",
         ("tests/test_noise.py", "-k", "evidence"),
@@ -581,7 +581,7 @@ MUTANTS = [
     ),
     Mutant(
         "checked-noise-refused-row-learns",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "            new = (new, _select(keep & ok, new_noise, noise))",
         "            new = (new, new_noise)",
         ("tests/test_checked_step.py", "-k", "learned_noise"),
@@ -589,7 +589,7 @@ MUTANTS = [
     ),
     Mutant(
         "stream-row-off-by-one",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "        x, y, w = (_row(a, t) for a in (xs, ys, ws))",
         "        x, y, w = (_row(a, jnp.minimum(t + 1, xs.shape[0] - 1)) for a in (xs, ys, ws))",
         ("tests/test_conjugate.py",),
@@ -597,7 +597,7 @@ MUTANTS = [
     ),
     Mutant(
         "fetch-early-skipped",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "        _fetch_early((outs, flag, state if last else ()))",
         "        pass",
         ("tests/test_stream.py", "-k", "fetched"),
@@ -605,7 +605,7 @@ MUTANTS = [
     ),
     Mutant(
         "fetch-early-on-cpu",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         'if jax.default_backend() != "cpu":',
         "if True:",
         ("tests/test_stream.py", "-k", "fetched"),
@@ -613,7 +613,7 @@ MUTANTS = [
     ),
     Mutant(
         "fetch-early-every-belief",
-        "skbong/engine/stream.py",
+        "skbong/engine/filter/stream.py",
         "state if last else ()",
         "state",
         ("tests/test_stream.py", "-k", "fetched"),

@@ -16,7 +16,7 @@ seeded random order, are streamed once, one image per update, through
   N(f(x, μ), J Σ Jᵀ) over the logits (θ ~ q, f = f(x, μ) + J(θ − μ) is exactly that
   Gaussian), is sampled in the 10-dimensional output space from the per-image Jacobian
   (10 backward passes) and the fitted belief. That is the one place the engine is used
-  directly (``skbong.engine.curvature.output_jacobians`` and the family's ``output_cov``)
+  directly (``skbong.engine.outputs.output_jacobians`` and the family's ``output_cov``)
   and the private ``_state`` of the fitted estimator read; the reason is cost only (about
   7× fewer network passes at S = 100). Draws are independent per image instead of shared
   across images, which leaves each image's predictive unchanged.
@@ -86,8 +86,8 @@ from _common import (  # noqa: E402
 )
 
 from skbong import BongClassifier, engine  # noqa: E402
-from skbong.engine.curvature import output_jacobians  # noqa: E402
 from skbong.engine.families import FAMILIES  # noqa: E402
+from skbong.engine.outputs import output_jacobians  # noqa: E402
 
 
 # ------------------------------------------------------------------ the model

@@ -11,7 +11,7 @@ al. (2013). For the Gaussian belief N(μ, Λ⁻¹) and the prior N(μ₀, Λ₀�
 exactly). Every term is a difference from the prior, so merging is associative: a merge
 of merges is the merge of all (a tree reduction, :func:`skbong.fit_partitions`).
 
-The learned noise (normal–inverse-gamma, :mod:`skbong.engine.noise`) merges in the units
+The learned noise (normal–inverse-gamma, :mod:`skbong.engine.filter.noise`) merges in the units
 of the noise: the belief holds Σ = ŝ V with ŝ = b / a, and the conjugate posterior adds
 V⁻¹ and V⁻¹μ as above, a = a₀ + Σₖ (aₖ − a₀), and b through the sufficient statistic
 yᵀy of each shard, recovered from bₖ, μₖ, Vₖ:
@@ -78,7 +78,7 @@ def _merge_filter(config, prior, beliefs, log_evidences):
     noise0 = noise = None
     if learned:
         # the prior of a fresh fit: IG(a₀, a₀ ŝ₀) with ŝ₀ = 1, so V₀ = Σ₀
-        a0 = np.full_like(noises[0][0], engine.noise.PRIOR_DOF)
+        a0 = np.full_like(noises[0][0], engine.filter.noise.PRIOR_DOF)
         noise0 = (a0, a0 * 1.0)
         noise = merge_noise(noise0, noises, excess)
         state = _rescale(family, state, _noise_scale(noise))

@@ -2,7 +2,7 @@
 
 For the linear model with Gaussian noise, BONG-LIN-HESS with the full covariance is the
 Kalman filter, exact (section 3 of the BONG paper), and with the learned noise its
-belief is the normal–inverse-gamma posterior (:mod:`skbong.engine.noise`). Every filter
+belief is the normal–inverse-gamma posterior (:mod:`skbong.engine.filter.noise`). Every filter
 of a static bank (no drift) is then the conjugate posterior of its own prior, and its
 online evidence, the sum of its one-step-ahead log predictive densities, is the log
 marginal likelihood of the rows (the chain rule). Both follow from the rows' sufficient

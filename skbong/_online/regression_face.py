@@ -97,7 +97,7 @@ def obs_dof(est):
 def tail_dof(est, dof):
     """The predictive's degrees of freedom from the learned noise's shape a (``dof``;
     None when the noise is fixed): min(ν, 2a), ν the likelihood's (``inf`` for the
-    Gaussian; :func:`skbong.engine.noise.predictive_dof`)."""
+    Gaussian; :func:`skbong.engine.filter.noise.predictive_dof`)."""
     nu = obs_dof(est)
     return nu if dof is None else np.minimum(2.0 * np.asarray(dof, np.float64), nu)
 

@@ -136,7 +136,7 @@ class BongRegressor(RegressorMixin, BongBase):
         every row's step is bounded whatever its target, so a stream with a
         few gross outliers in y is learned without them dominating; the update uses the
         Student-t's Fisher information (:mod:`skbong.engine.student_t`), the learned R
-        weights each row by E[λ | r] of its scale mixture (:mod:`skbong.engine.noise`),
+        weights each row by E[λ | r] of its scale mixture (:mod:`skbong.engine.filter.noise`),
         and the predictive is a Student-t of at most ν degrees of freedom. Not
         conjugate: no interval calibration (``calibration`` must be ``"auto"``, which
         is then None, or None), and the learned noise and a prior bank do not merge.
@@ -156,7 +156,7 @@ class BongRegressor(RegressorMixin, BongBase):
         Observation noise variance R. ``"auto"`` learns it from the stream, per output,
         at every step from the first row on: a conjugate inverse-gamma posterior
         IG(a, b) (the normal–inverse-gamma update, exact for the linear model; see
-        :mod:`skbong.engine.noise`), starting from a weak IG(1, 1) (unit noise, worth two
+        :mod:`skbong.engine.filter.noise`), starting from a weak IG(1, 1) (unit noise, worth two
         observations); the update uses b / a and the predictive is a Student-t.
         A float fixes R for all outputs. ``set_params`` after a fit takes effect from
         the next update (switching to ``"auto"`` starts from the value in use).
@@ -572,7 +572,7 @@ class BongRegressor(RegressorMixin, BongBase):
     def _noise_discount(self, model):
         if not isinstance(self.noise_discount, str):
             return float(self.noise_discount)
-        return 1.0 if engine.models.is_linear(model) else engine.noise.NETWORK_DISCOUNT
+        return 1.0 if engine.models.is_linear(model) else engine.filter.noise.NETWORK_DISCOUNT
 
     def _noise_coupled(self, model):
         if self.noise_posterior == "auto":

@@ -103,7 +103,7 @@ def learn(est, config, X, Y, sample_weight, obs_var):
     noise = est._noise
     if config.learn_noise and noise is None:  # start learning from the value in use
         lead = () if est._log_evidence is None else (len(est._log_evidence),)
-        a0 = np.full(lead + (len(obs_var),), engine.noise.PRIOR_DOF, dt)
+        a0 = np.full(lead + (len(obs_var),), engine.filter.noise.PRIOR_DOF, dt)
         noise = (a0, (a0 * obs_var).astype(dt))
     elif not config.learn_noise:
         noise = None
@@ -849,7 +849,7 @@ def _log_joint(est, config, X, Y, w, obs_var, means=None):
     means = np.atleast_2d(est._state[0] if means is None else means)
     prior_var = np.broadcast_to(est._prior_variances(config), means.shape).astype(dt)
     with est._x64():
-        value = engine.curvature.log_joint(
+        value = engine.filter.curvature.log_joint(
             config, means, np.asarray(est._prior_mean, dt), prior_var,
             _inputs.engine_inputs(est, X).astype(dt, copy=False), Y.astype(dt, copy=False),
             w.astype(dt), np.asarray(obs_var, dt),
@@ -858,7 +858,7 @@ def _log_joint(est, config, X, Y, w, obs_var, means=None):
 
 
 def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
-    """``fit``'s further passes: the iterated filter (:func:`~skbong.engine.curvature.lin_hess`).
+    """``fit``'s further passes: the iterated filter (:func:`~skbong.engine.filter.curvature.lin_hess`).
 
     Each pass starts again from the prior ``fresh`` (the estimator as it was before
     the first pass) and learns every row with the likelihood linearised at the

@@ -1,9 +1,12 @@
 """The BONG engine: pure JAX functions over NamedTuple states.
 
-The paper's rule × estimator × family product is assembled from orthogonal parts:
-:mod:`.likelihoods`, :mod:`.models`, :mod:`.curvature` (the gradient / curvature
-estimators), :mod:`.families`, :mod:`.rules`, :mod:`.stream` and
-:mod:`.predictive`. Static choices live in :class:`Config`, real-valued
+The paper's rule × estimator × family product is assembled from orthogonal parts. What
+the online filter owns is in :mod:`.filter` (the update rules, the gradient and
+curvature estimators, the noise learned online, the stream program); what the batch
+solvers own is in :mod:`.solvers`; both build on what they share: :mod:`.models`,
+:mod:`.likelihoods`, :mod:`.families`, :mod:`.outputs`, :mod:`.predictive`,
+:mod:`.linalg` and the compiled programs (:mod:`.program`). Static choices live in
+:class:`Config` (:mod:`.config`, which also checks the names), real-valued
 hyperparameters in :class:`Hyper`.
 """
 
@@ -11,24 +14,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import noise
 from .config import Config, check_names
-from .curvature import ESTIMATORS
 from .families import FAMILIES, DLRState, MeanCov
-from .likelihoods import LIKELIHOODS
-from .models import MLP, UserModel, seeded_init
-from .noise import NoiseState
-from .predictive import (
-    PREDICTIVES,
-    draw_parameters,
-    output_samples,
-    predict_log_proba,
-    predict_moments,
-    sample_outputs,
-)
-from .program import program
-from .rules import RULES, update
-from .stream import (
+from .filter.curvature import ESTIMATORS
+from .filter.noise import NoiseState
+from .filter.rules import RULES, update
+from .filter.stream import (
     CHUNK_SIZES,
     OUTLIER_Z,
     buffer_size,
@@ -39,6 +30,17 @@ from .stream import (
     stream,
     stream_step,
 )
+from .likelihoods import LIKELIHOODS
+from .models import MLP, UserModel, seeded_init
+from .predictive import (
+    PREDICTIVES,
+    draw_parameters,
+    output_samples,
+    predict_log_proba,
+    predict_moments,
+    sample_outputs,
+)
+from .program import program
 from .types import Curv, Hyper
 
 # The names of each kind, read from its registry (the only source of names).
@@ -123,7 +125,6 @@ __all__ = [
     "check_names",
     "init_state",
     "make_key",
-    "noise",
     "marginal_var",
     "prior",
     "program",

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ._store import fields_token
-from .curvature import ESTIMATORS
 from .families import FAMILIES
+from .filter.curvature import ESTIMATORS
+from .filter.rules import RULES
 from .likelihoods import LIKELIHOODS, resolve
-from .rules import RULES
 
 __all__ = ["Config", "Impl", "check_names"]
 

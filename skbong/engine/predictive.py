@@ -17,7 +17,7 @@ the logits.
 import jax
 import jax.numpy as jnp
 
-from .curvature import output_jacobians
+from .outputs import output_jacobians
 from .program import program
 
 PREDICTIVES = ("plugin", "linmc", "mc")

@@ -60,7 +60,7 @@ class Family(NamedTuple):
         enough (the dense families: a Cholesky factorisation, O(P³)); ``None``: ``is_valid``.
     end_check : callable ``state -> bool`` or None
         ``host_check`` as a traced function, run on the final belief inside the stream
-        program itself (:func:`~skbong.engine.stream.run_stream_checked`), so that a call
+        program itself (:func:`~skbong.engine.filter.stream.run_stream_checked`), so that a call
         pays one dispatch, not two; ``None``: the estimators run ``host_check`` on the host.
     checked_ngd : callable or None
         ``(state, g, curv, keep, bound, finish=None) -> (state, ok, bound, aux)``: BONG's

@@ -8,8 +8,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..curvature import batch_log_lik
 from ..families import MeanCov
+from ..outputs import batch_log_lik
 from .base import Rates, Solver, diag_kl, rates
 from .grads import real_rows
 

@@ -8,7 +8,7 @@ A weight wᵢ counts as wᵢ repeated rows; padding rows have w = 0.
 import jax
 import jax.numpy as jnp
 
-from ..curvature import batch_log_lik, output_jacobians
+from ..outputs import batch_log_lik, output_jacobians
 
 
 def real_rows(w):

@@ -25,12 +25,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..models import is_linear
+from ..outputs import output_jacobians
+from ..program import program
+from ..types import OUTLIER_Z, Hyper
 from . import noise as noise_lib
-from .curvature import output_jacobians
-from .models import is_linear
-from .program import program
 from .rules import checked_update, checks_before_writing, update
-from .types import OUTLIER_Z, Hyper
 
 
 def _select(flag, new, old):

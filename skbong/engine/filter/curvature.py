@@ -18,18 +18,11 @@ sample weights, zero for padding).
 import jax
 import jax.numpy as jnp
 
-from .program import program
-from .types import Curv
+from ..outputs import batch_log_lik, output_jacobians
+from ..program import program
+from ..types import Curv
 
 EXACT_DIAG_MAX = 512
-
-
-def batch_log_lik(config, theta, x, y, w, obs_var):
-    """Σᵢ wᵢ log p(yᵢ | f(xᵢ, θ)) for one mini-batch."""
-    lik = config.impl.likelihood
-    f = config.model.apply(theta, x)
-    per_row = jax.vmap(lik.log_prob, in_axes=(0, 0, None))(y, f, obs_var)
-    return jnp.sum(w * per_row)
 
 
 @program(static_argnames=("config",))
@@ -50,20 +43,6 @@ def _linearised_gradient(config, mean, x, y, w, obs_var):
     f, vjp = jax.vjp(lambda th: config.model.apply(th, x), mean)
     grad_f = jax.vmap(lik.grad, in_axes=(0, 0, None))(y, f, obs_var) * w[:, None]
     return f, vjp(grad_f)[0]
-
-
-def output_jacobians(config, mean, x):
-    """Outputs f (b, C) and Jacobian rows Jᵢ = ∂f(xᵢ, θ)/∂θ at θ = mean, shape (b, C, P).
-
-    One forward pass and C backward passes (a ``vmap`` of the VJP) per row.
-    """
-
-    def one(xi):
-        fi, vjp = jax.vjp(lambda th: config.model.apply(th, xi[None, :])[0], mean)
-        (jac,) = jax.vmap(vjp)(jnp.eye(fi.shape[0], dtype=fi.dtype))
-        return fi, jac
-
-    return jax.vmap(one)(x)
 
 
 def lin_hess(config, family, state, x, y, w, obs_var, key, point=None):
