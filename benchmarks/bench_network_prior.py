@@ -10,7 +10,7 @@ and standardised (``bench_defaults``'s preparations: for regression y is standar
 too and the metrics are on the original scale of y), with ``MLPClassifier()`` /
 ``MLPRegressor()`` beside. ``count``: ``BongPoissonRegressor(hidden_layer_sizes=(32,))``
 on ``bench_defaults``'s linear log-rate counts and on three draws of a nonlinear
-log-rate (5 standard-normal features, log λ = 0.5 + sin 2x₁ + x₂x₃ / 2 − |x₄| / 2,
+log-rate (5 standard-normal features, log λ = 0.5 + sin 2x₁ + x₂x₃ / 2 − abs(x₄) / 2,
 2,000 training and 1,000 test rows), with
 ``HistGradientBoostingRegressor(loss="poisson")`` beside. ``--passes`` sets ``passes`` (``auto``: ``fit``'s ten
 tempered passes; ``1``: one pass, as ``partial_fit`` learns).

@@ -15,8 +15,9 @@ import matplotlib
 matplotlib.use("Agg")
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))  # make_combinations, gallery_order
+sys.path.insert(0, str(HERE))  # make_combinations, composed_source, gallery_order
 
+import composed_source  # noqa: E402
 import make_combinations  # noqa: E402
 
 import skbong  # noqa: E402
@@ -113,6 +114,7 @@ def _unlink_sklearn_refs(app, what, name, obj, options, lines):
 def setup(app):
     app.connect("autodoc-skip-member", _skip_namedtuple_fields)
     app.connect("autodoc-process-docstring", _unlink_sklearn_refs)
+    composed_source.setup(app)
 
 
 # -- sphinx-gallery ------------------------------------------------------------
