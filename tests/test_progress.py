@@ -79,3 +79,19 @@ def test_works_without_tqdm(capsys, monkeypatch):
     lines = capsys.readouterr().out.splitlines()
     assert lines == [f"[BongClassifier] step {k}/{n_long}" for k in done]
     assert_array_equal(clf.posterior_mean_, silent)
+
+
+def test_tempered_passes_report_as_one(capsys, monkeypatch):
+    """``fit``'s three tempered passes over 24 one-row steps are one report of 72 steps:
+    the lines count on across the passes (24, 48, 72 of 72), never restarting at 0 of
+    24."""
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    monkeypatch.setitem(sys.modules, "tqdm", None)
+    silent = BongRegressor(hidden_layer_sizes=(2,), passes=3, **CONFIG).fit(X, Y)
+    capsys.readouterr()
+    reg = BongRegressor(hidden_layer_sizes=(2,), passes=3, verbose=1, **CONFIG).fit(X, Y)
+    assert reg.passes_ == 3
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"[BongRegressor] step {k}/{3 * N}" for k in (N, 2 * N, 3 * N)]
+    assert_array_equal(reg.posterior_mean_, silent.posterior_mean_)
+    assert not hasattr(reg, "_pass_progress")

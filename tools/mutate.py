@@ -801,6 +801,14 @@ MUTANTS = [
         "a fit whose tempered passes fell back to one pass keeps the prior chosen for the passes",
     ),
     Mutant(
+        "tempered-progress-per-pass",
+        "skbong/_online/stream.py",
+        "report = _report(est, passes * steps) if est.verbose else None  # one report of all passes",
+        "report = None",
+        ("tests/test_progress.py", "-k", "tempered"),
+        "fit's tempered passes draw one progress report per pass, each restarting at zero",
+    ),
+    Mutant(
         "tempered-later-warnings-repeated",
         "skbong/_online/stream.py",
         'for c in first + [c for c in later if not c.category.__module__.startswith("skbong")]:',

@@ -683,15 +683,28 @@ def _replay(est, config, hyper, X, Y, w, noise):
 
 
 def _progress(est, n_rows):
+    """The progress report of one pass over ``n_rows`` rows (``verbose``), a function of
+    (steps done, steps in all); within ``fit``'s tempered passes, the share of the one
+    report of all passes (:func:`_tempered` sets ``_pass_progress``)."""
     if not est.verbose:
         return None
+    share = getattr(est, "_pass_progress", None)
+    if share is not None:
+        offset, total, report = share
+        return lambda done, steps: report(offset + done, total)
+    return _report(est, -(-n_rows // int(est.batch_size)))
+
+
+def _report(est, total):
+    """A tqdm bar of ``total`` steps named after the estimator (plain lines without
+    tqdm), as a function of (steps done, steps in all)."""
     try:
         from tqdm.auto import tqdm
     except ImportError:  # pragma: no cover - optional extra
         tqdm = None
     if tqdm is None:
         return lambda done, total: print(f"[{type(est).__name__}] step {done}/{total}")
-    bar = tqdm(total=-(-n_rows // int(est.batch_size)), desc=type(est).__name__, unit="step")
+    bar = tqdm(total=total, desc=type(est).__name__, unit="step")
 
     def update(done, total):
         bar.update(done - bar.n)
@@ -777,14 +790,19 @@ def _tempered(est, config, X, Y, sample_weight, obs_var, passes, fresh):
     w = weights / passes
     rng = np.random.default_rng([est._seed, 3])
     why, first, later = None, [], []
+    steps = -(-n_rows // int(est.batch_size))
+    report = _report(est, passes * steps) if est.verbose else None  # one report of all passes
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for k in range(passes):
             order = np.arange(n_rows) if k == 0 else rng.permutation(n_rows)
+            est._pass_progress = None if report is None else (k * steps, passes * steps, report)
             try:
                 learn(est, config, X[order], Y[order], w[order], obs_var)
             except NonFiniteUpdateError as exc:
                 why = str(exc)
+            finally:
+                del est._pass_progress
             failed = [c for c in caught if issubclass(c.category, PASS_FAILURES)]
             if why is None and failed:
                 why = str(failed[0].message)
