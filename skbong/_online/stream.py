@@ -165,9 +165,9 @@ def learn(est, config, X, Y, sample_weight, obs_var):
         kept = learned & (w > 0)
         _check_skipped(est, config, raw[kept], Y[kept], n_bad, n_rows)
     if sound and config.pit is None and config.impl.likelihood.additive_noise:
-        _warn_if_diverging(est, config, X, Y, z, w * learned)
+        _warn_if_diverging(est, config, X, Y, z, np.where(learned, w, 0))
     if sound:
-        _warn_if_outliers(est, config, log_lik, w * learned)
+        _warn_if_outliers(est, config, log_lik, np.where(learned, w, 0))
 
 
 def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
