@@ -255,13 +255,11 @@ _MEASURED = (
             "dict_unchanged dont_overwrite_parameters dtype_object estimators_dtypes "
             "estimators_fit_returns_self estimators_overwrite_params "
             "estimators_partial_fit_n_features estimators_pickle f_contiguous_array_estimator "
-            "fit2d_1feature fit2d_predict1d fit_check_is_fitted fit_idempotent "
-            "fit_score_takes_y methods_sample_order_invariance methods_subset_invariance "
-            "n_features_in n_features_in_after_fitting pipeline_consistency "
-            "positive_only_tag_during_fit readonly_memmap_input regressors_int "
-            "regressors_train sample_weights_list sample_weights_not_an_array "
-            "sample_weights_not_overwritten sample_weights_pandas_series sample_weights_shape "
-            "supervised_y_2d"
+            "fit2d_predict1d fit_check_is_fitted fit_idempotent fit_score_takes_y "
+            "methods_sample_order_invariance methods_subset_invariance n_features_in "
+            "n_features_in_after_fitting pipeline_consistency positive_only_tag_during_fit "
+            "readonly_memmap_input regressors_int regressors_train sample_weights_list "
+            "sample_weights_not_overwritten sample_weights_shape supervised_y_2d"
         ),
     ),
     (
@@ -290,13 +288,6 @@ _MEASURED = (
     ),
     (
         {"estimator": "BongRegressor", "family": "diag", "rule": "bong", "hessian": "mc_hess", "model": "network", "backtrack": 0, "likelihood": "gaussian"},
-        "outlier",
-        (
-            "regressor_multioutput"
-        ),
-    ),
-    (
-        {"estimator": "BongRegressor", "family": "diag", "rule": "bong", "hessian": "mc_hess", "model": "network", "backtrack": 0, "likelihood": "gaussian"},
         "score",
         (
             "regressors_train"
@@ -306,10 +297,16 @@ _MEASURED = (
         {"estimator": "BongRegressor", "family": "full", "rule": "bog", "hessian": "lin_ef", "model": "network", "backtrack": 0, "likelihood": "student_t"},
         "step",
         (
-            "estimators_dtypes estimators_nan_inf estimators_partial_fit_n_features "
-            "estimators_pickle fit2d_1feature n_features_in_after_fitting "
-            "pipeline_consistency regressor_multioutput regressors_no_decision_function "
-            "sample_weights_list sample_weights_not_overwritten"
+            "dict_unchanged dont_overwrite_parameters dtype_object estimators_dtypes "
+            "estimators_fit_returns_self estimators_nan_inf estimators_overwrite_params "
+            "estimators_partial_fit_n_features estimators_pickle f_contiguous_array_estimator "
+            "fit2d_1feature fit2d_predict1d fit_check_is_fitted fit_idempotent "
+            "fit_score_takes_y methods_sample_order_invariance methods_subset_invariance "
+            "n_features_in_after_fitting pipeline_consistency positive_only_tag_during_fit "
+            "readonly_memmap_input regressor_data_not_an_array regressor_multioutput "
+            "regressors_int regressors_no_decision_function regressors_train "
+            "sample_weights_list sample_weights_not_an_array sample_weights_not_overwritten "
+            "sample_weights_pandas_series sample_weights_shape supervised_y_2d"
         ),
     ),
     (
@@ -328,16 +325,9 @@ _MEASURED = (
     ),
     (
         {"estimator": "BongRegressor", "family": "full_moment", "rule": "bbb", "hessian": "lin_hess", "model": "linear", "backtrack": 20, "likelihood": "gaussian"},
-        "outlier",
+        "none",
         (
-            "dict_unchanged dont_overwrite_parameters estimators_fit_returns_self "
-            "estimators_overwrite_params estimators_pickle f_contiguous_array_estimator "
-            "fit2d_1feature fit2d_predict1d fit_check_is_fitted fit_score_takes_y "
-            "methods_sample_order_invariance methods_subset_invariance n_features_in "
-            "pipeline_consistency positive_only_tag_during_fit readonly_memmap_input "
-            "regressors_int regressors_train sample_weights_list sample_weights_not_an_array "
-            "sample_weights_not_overwritten sample_weights_pandas_series sample_weights_shape "
-            "supervised_y_2d"
+            ""
         ),
     ),
     (
@@ -349,30 +339,25 @@ _MEASURED = (
     ),
     (
         {"estimator": "BongClassifier", "family": "full_moment", "rule": "blr", "hessian": "mc_hess", "model": "network", "backtrack": 0},
+        "step",
+        (
+            "sample_weights_not_overwritten"
+        ),
+    ),
+    (
+        {"estimator": "BongRegressor", "family": "full", "rule": "blr", "hessian": "mc_ef", "model": "network", "backtrack": 0, "likelihood": "gaussian"},
         "none",
         (
             ""
         ),
     ),
     (
-        {"estimator": "BongRegressor", "family": "full", "rule": "blr", "hessian": "mc_ef", "model": "network", "backtrack": 0, "likelihood": "gaussian"},
-        "score",
-        (
-            "regressors_train"
-        ),
-    ),
-    (
         {"estimator": "BongClassifier", "family": "diag_moment", "rule": "bog", "hessian": "lin_hess", "model": "network", "backtrack": 0},
         "step",
         (
-            "classifier_data_not_an_array classifiers_train dict_unchanged "
-            "dont_overwrite_parameters dtype_object estimators_dtypes "
-            "estimators_partial_fit_n_features estimators_pickle f_contiguous_array_estimator "
-            "fit2d_1feature fit2d_predict1d fit_check_is_fitted fit_idempotent "
-            "methods_sample_order_invariance methods_subset_invariance n_features_in "
-            "pipeline_consistency positive_only_tag_during_fit sample_weights_list "
-            "sample_weights_not_an_array sample_weights_not_overwritten "
-            "sample_weights_pandas_series sample_weights_shape"
+            "dict_unchanged dont_overwrite_parameters fit2d_predict1d "
+            "methods_sample_order_invariance methods_subset_invariance "
+            "positive_only_tag_during_fit sample_weights_not_overwritten sample_weights_shape"
         ),
     ),
     (
@@ -391,24 +376,26 @@ _MEASURED = (
     ),
     (
         {"estimator": "BongRegressor", "family": "dlr", "rule": "bog", "hessian": "lin_ef", "model": "network", "backtrack": 20, "likelihood": "gaussian"},
-        "outlier",
+        "none",
         (
-            "n_features_in positive_only_tag_during_fit regressor_data_not_an_array "
-            "regressor_multioutput regressors_train sample_weights_list"
+            ""
         ),
     ),
     (
         {"estimator": "BongClassifier", "family": "full_moment", "rule": "bong", "hessian": "lin_ef", "model": "linear", "backtrack": 0},
-        "step",
+        "none",
         (
-            "fit_check_is_fitted fit_idempotent n_features_in"
+            ""
         ),
     ),
     (
         {"estimator": "BongRegressor", "family": "diag", "rule": "bbb", "hessian": "lin_ef", "model": "network", "backtrack": 0, "likelihood": "student_t"},
-        "none",
+        "step",
         (
-            ""
+            "dict_unchanged dont_overwrite_parameters estimators_fit_returns_self "
+            "estimators_overwrite_params fit2d_predict1d methods_sample_order_invariance "
+            "methods_subset_invariance n_features_in_after_fitting readonly_memmap_input "
+            "regressors_int sample_weights_list sample_weights_not_overwritten"
         ),
     ),
 )
