@@ -56,7 +56,7 @@ import pytest
 from scipy import stats
 
 from skbong import engine as E
-from skbong.engine import curvature
+from skbong.engine.filter import curvature
 from skbong.engine.filter.curvature import ESTIMATORS
 
 D, C, B, RANK = 3, 2, 5, 2

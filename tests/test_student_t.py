@@ -22,7 +22,8 @@ import scipy.stats
 from sklearn.base import clone
 
 from skbong import BongRegressor, merge_posteriors
-from skbong.engine import LIKELIHOODS, Config, noise, student_t
+from skbong.engine import LIKELIHOODS, Config, student_t
+from skbong.engine.filter import noise
 from skbong.engine.likelihoods import resolve
 from skbong.engine.models import MLP
 
