@@ -880,7 +880,8 @@ def test_non_finite_inputs_are_refused(fitted):
     _record(reg, params, "inf in y", "ValueError names it; unchanged")
 
 
-@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")  # the cast of 1e39 to float32
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # and no other
 def test_huge_sample_weight(fitted):
     """1e39 is finite in float64 (passes validation) but inf in the float32 working dtype."""
     params, (reg, *_) = fitted

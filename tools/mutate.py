@@ -801,6 +801,14 @@ MUTANTS = [
         "a fit whose tempered passes fell back to one pass keeps the prior chosen for the passes",
     ),
     Mutant(
+        "refused-rows-masked-by-multiplying",
+        "skbong/_online/stream.py",
+        "_warn_if_outliers(est, config, log_lik, np.where(learned, w, 0))",
+        "_warn_if_outliers(est, config, log_lik, w * learned)",
+        ("tests/test_faults.py", "-k", "huge_sample_weight"),
+        "an infinite sample weight times a refused row's zero raises numpy's RuntimeWarning",
+    ),
+    Mutant(
         "tempered-progress-per-pass",
         "skbong/_online/stream.py",
         "report = _report(est, passes * steps) if est.verbose else None  # one report of all passes",

@@ -138,21 +138,19 @@ def of(est):
     return Bank.resolve(est.prior_variance, est.drift, auto_prior(est))
 
 
-def auto_prior(est, one_pass=None):
+def auto_prior(est):
     """What ``prior_variance="auto"`` means for the estimator's model: ``"bank"`` for
     the linear model; :data:`~skbong.engine.models.USER_MODEL_PRIOR_VARIANCE` for a
     user model; for a built-in network
     :data:`~skbong.engine.models.NETWORK_PRIOR_VARIANCE`, or
-    :data:`~skbong.engine.models.ONE_PASS_NETWORK_PRIOR_VARIANCE` where a
-    non-Gaussian likelihood learned its first rows in one pass (``one_pass``; by
-    default what the belief was built for)."""
+    :data:`~skbong.engine.models.ONE_PASS_NETWORK_PRIOR_VARIANCE` where the belief was
+    built for a non-Gaussian likelihood's first rows learned in one pass."""
     models = engine.models
     if est.model is not None:
         return models.USER_MODEL_PRIOR_VARIANCE
     if not est._model_params():
         return "bank"
-    if one_pass is None:
-        one_pass = getattr(est, "_one_pass_prior", False)
+    one_pass = getattr(est, "_one_pass_prior", False)
     return models.ONE_PASS_NETWORK_PRIOR_VARIANCE if one_pass else models.NETWORK_PRIOR_VARIANCE
 
 
