@@ -42,11 +42,12 @@ def _is_linear(estimator):
 
 def _family(estimator):
     """The family an unfitted estimator will use: ``family``, with ``"auto"`` resolved as
-    the estimators resolve it for the small data of the checks (``BongRegressor``'s linear
-    model: ``"full"``; otherwise ``"dlr"``)."""
+    the estimators resolve it for the small data of the checks (at most a few dozen
+    parameters, within every estimator's :class:`~skbong._online.observation.Observation`
+    ``full_max``: the linear model ``"full"``, a network ``"dlr"``)."""
     if estimator.family != "auto":
         return estimator.family
-    return "full" if _is_regressor(estimator) and _is_linear(estimator) else "dlr"
+    return "full" if _is_linear(estimator) else "dlr"
 
 
 def _is_regressor(estimator):
@@ -78,7 +79,7 @@ def _reason(text):
     "row order (the check shuffles the weighted rows) matters"
 )
 def _non_conjugate(estimator):
-    return not _is_regressor(estimator) or estimator.likelihood != "gaussian"
+    return not _is_regressor(estimator) or not engine.likelihoods.LIKELIHOODS[estimator.likelihood].conjugate
 
 
 @_reason(
@@ -131,7 +132,7 @@ def _moment_family(estimator):
     "after a weighted row and one after each copy differ, and the row order matters"
 )
 def _diagonal_family(estimator):
-    return _family(estimator) == "diag"
+    return engine.FAMILIES[_family(estimator)].hess_kind == "diag"  # a diagonal covariance
 
 
 @_reason(
@@ -140,7 +141,7 @@ def _diagonal_family(estimator):
     "truncated differently, and the row order matters"
 )
 def _low_rank(estimator):
-    return _family(estimator) == "dlr" and estimator.rank < 9
+    return engine.FAMILIES[_family(estimator)].low_rank and estimator.rank < 9
 
 
 @_reason(

@@ -52,7 +52,7 @@ def pytest_configure(config):
 
 QUICK_LANE = frozenset({
     "test_conjugate.py", "test_errors.py", "test_estimators.py", "test_estimators_mc.py",
-    "test_imports.py", "test_linalg.py", "test_mutants.py", "test_passes.py", "test_models.py", "test_paper_merge.py", "test_pipeline.py",
+    "test_imports.py", "test_linalg.py", "test_mutants.py", "test_names.py", "test_passes.py", "test_models.py", "test_paper_merge.py", "test_pipeline.py",
     "test_plotting.py", "test_posterior.py", "test_precision.py", "test_progress.py",
     "test_refine.py", "test_robustness.py", "test_special_cases.py", "test_split.py",
     "test_stream.py", "test_variational_stopping.py",

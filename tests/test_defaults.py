@@ -23,6 +23,7 @@ from sklearn.preprocessing import StandardScaler
 
 from skbong import BongClassifier, BongPoissonRegressor, BongRegressor
 from skbong import engine as E
+from skbong._online.base import auto_family
 from skbong._online.regressor import AUTO_FLOAT64_MAX, AUTO_FULL_MAX
 from skbong.engine import DLRState, MeanCov
 from skbong.exceptions import NonFiniteUpdateError
@@ -180,15 +181,18 @@ def test_auto_family_is_the_full_covariance_for_the_linear_regressor():
         np.testing.assert_array_equal(a, b)
     # networks, user models and wide linear models take dlr; the classifier and the
     # Poisson regressor take full up to 128 parameters (P = n_features · n_outputs + n_outputs)
-    reg, clf = BongRegressor(), BongClassifier(family="auto")
-    assert reg._auto_family(E.MLP(n_features=AUTO_FULL_MAX - 1, n_outputs=1)) == "full"
-    assert reg._auto_family(E.MLP(n_features=AUTO_FULL_MAX, n_outputs=1)) == "dlr"  # P = max + 1
-    assert reg._auto_family(E.MLP(n_features=3, n_outputs=1, hidden=(3,))) == "dlr"
-    assert clf._auto_family(E.MLP(n_features=127, n_outputs=1)) == "full"  # P = 128
-    assert clf._auto_family(E.MLP(n_features=128, n_outputs=1)) == "dlr"  # P = 129
-    assert clf._auto_family(E.MLP(n_features=3, n_outputs=1, hidden=(3,))) == "dlr"
-    assert BongPoissonRegressor()._auto_family(E.MLP(n_features=127, n_outputs=1)) == "full"
-    assert BongPoissonRegressor()._auto_family(E.MLP(n_features=128, n_outputs=1)) == "dlr"
+    def auto(est, n_features, hidden=()):
+        model = E.MLP(n_features=n_features, n_outputs=1, hidden=hidden)
+        return auto_family(model, est._observation(model))
+
+    reg, clf, pois = BongRegressor(), BongClassifier(family="auto"), BongPoissonRegressor()
+    assert auto(reg, AUTO_FULL_MAX - 1) == "full"
+    assert auto(reg, AUTO_FULL_MAX) == "dlr"  # P = max + 1
+    assert auto(reg, 3, (3,)) == "dlr"
+    for est in (clf, pois):
+        assert auto(est, 127) == "full"  # P = 128
+        assert auto(est, 128) == "dlr"  # P = 129
+        assert auto(est, 3, (3,)) == "dlr"
     net = BongRegressor(hidden_layer_sizes=(3,), random_state=0).fit(X, y)
     assert net.family_ == "dlr" and isinstance(net.posterior_, DLRState)
     assert BongRegressor(family="dlr").fit(X, y).family_ == "dlr"  # an explicit choice stays

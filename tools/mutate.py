@@ -419,6 +419,23 @@ MUTANTS = [
         ("tests/test_split.py",),
         "the Gaussian LIN-HESS step keeps its products with r = 0 (22 % of full at P = 100)",
     ),
+    Mutant(
+        "conjugate-ignores-dof",
+        "skbong/engine/likelihoods.py",
+        '        return self.additive_noise and self.obs_dof == float("inf")\n',
+        "        return self.additive_noise\n",
+        ("tests/test_student_t.py", "tests/test_merge.py"),
+        "the Student-t counted conjugate: its rows take the Gaussian's closed forms",
+    ),
+    # ----------------------------------------------------------- skbong/engine/config.py
+    Mutant(
+        "kalman-step-any-estimator",
+        "skbong/engine/config.py",
+        " and self.hessian in LINEAR_GAUSSIAN_EXACT\n",
+        "\n",
+        ("tests/test_conjugate_bank.py", "tests/test_refine.py"),
+        "BONG with any curvature estimator counted the Kalman step (closed-form bank, refine)",
+    ),
     # --------------------------------------------------- skbong/engine/filter/curvature.py
     Mutant(
         "split-exact-zeroes-overflowed-u",
@@ -998,10 +1015,34 @@ MUTANTS = [
     Mutant(
         "auto-family-always-dlr",
         "skbong/_online/regressor.py",
-        '        return "full" if linear and model.n_params() <= AUTO_FULL_MAX else "dlr"',
-        '        return "dlr"',
+        "            full_max=AUTO_FULL_MAX,\n",
+        "            full_max=0,\n",
         ("tests/test_defaults.py", "-k", "auto_family"),
         "the regressor's family='auto' keeps the rank-10 dlr for the linear model",
+    ),
+    Mutant(
+        "auto-family-regressor-at-classifier-size",
+        "skbong/_online/regressor.py",
+        "            full_max=AUTO_FULL_MAX,\n",
+        "",
+        ("tests/test_defaults.py", "-k", "auto_family"),
+        "the regressor's observation forgets its own full_max and takes the classifiers' 128",
+    ),
+    Mutant(
+        "observation-keeps-no-window",
+        "skbong/_online/regressor.py",
+        '            window_rows=int(self.calibration_rows) if calibration in ("loo", "evidence") else 0,\n',
+        "            window_rows=0,\n",
+        ("tests/test_calibration.py",),
+        "the leave-one-out calibration's window of rows is never kept",
+    ),
+    Mutant(
+        "observation-network-discount-for-linear",
+        "skbong/_online/regressor.py",
+        "            discount = 1.0 if linear else engine.filter.noise.NETWORK_DISCOUNT\n",
+        "            discount = engine.filter.noise.NETWORK_DISCOUNT\n",
+        ("tests/test_noise.py",),
+        "noise_discount='auto' discounts the linear model's learned noise as a network's",
     ),
     Mutant(
         "calibration-auto-on-networks",

@@ -18,7 +18,7 @@ from .._core import posterior
 from .._core.guard import _check_not_forked
 from .._core.posterior import BeliefBase, _check_fitted
 from .._core.signature import structural_signature
-from .._online.base import AUTO_FULL_MAX
+from .._online.observation import AUTO_FULL_MAX
 from ..engine import solvers
 from ..engine.solvers import epochs
 from ..exceptions import SkippedRowsWarning
@@ -69,7 +69,13 @@ def _stalled(curve, window, tol):
 
 
 class VariationalBase(BeliefBase):
-    """Parameters, validation and the epoch loop shared by the batch estimators."""
+    """Parameters, validation and the epoch loop shared by the batch estimators.
+
+    An estimator on this base names its face in its class body (the targets, the
+    likelihood, the predictive and ``_learns_noise``: whether the noise variance is
+    learned; :mod:`skbong._online.regression_face`,
+    :mod:`skbong._online.classification_face`); this base supplies no default for them.
+    """
 
     _parameter_constraints = {
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
@@ -184,7 +190,7 @@ class VariationalBase(BeliefBase):
         """The family of the belief: the estimator's ``family``, except that SLANG keeps
         its low-rank-plus-diagonal precision where ``family`` is ``"diag"``; for
         ``"auto"`` (resolved for ``model`` when a fit starts, ``family_`` after):
-        ``"full"`` for the linear model up to :data:`~skbong._online.base.AUTO_FULL_MAX`
+        ``"full"`` for the linear model up to :data:`~skbong._online.observation.AUTO_FULL_MAX`
         parameters where the solver keeps it, else the solver's first family."""
         if self.family != "auto":
             return solvers.posterior_family(self.solver, self.family, False)
@@ -479,9 +485,6 @@ class VariationalBase(BeliefBase):
             random_state=self._seed,
             stratify=stratify,
         )
-
-    def _learns_noise(self):
-        return False
 
     def _noise_unit(self, obs_var):
         """The unit of the prior variances, fixed when a fit starts: 1, or with the

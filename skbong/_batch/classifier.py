@@ -119,6 +119,7 @@ class VariationalClassifier(ClassifierMixin, VariationalBase):
     _encode_y = face.encode_y
     _linear_attributes = face.linear_attributes
     _predictive_kind = face.predictive_kind
+    _learns_noise = face.learns_noise
     predict = face.predict
     predict_proba = face.predict_proba
     predict_log_proba = face.predict_log_proba

@@ -288,10 +288,10 @@ class VariationalRegressor(RegressorMixin, VariationalBase):
     # the regression face (skbong._online.regression_face): the targets and the predictive of y
     _y_numeric = face.Y_NUMERIC
     _likelihood = face.likelihood
-    _likelihood_dof = face.likelihood_dof
     _encode_y = face.encode_y
     _linear_attributes = face.linear_attributes
     _predictive_kind = face.predictive_kind
+    _learns_noise = face.learns_noise
     predict = face.predict
     predict_interval = face.predict_interval
     predict_logpdf = face.predict_logpdf
@@ -302,9 +302,6 @@ class VariationalRegressor(RegressorMixin, VariationalBase):
 
     def __sklearn_tags__(self):
         return face.tags(self, super().__sklearn_tags__())
-
-    def _learns_noise(self):
-        return isinstance(self.obs_variance, str)
 
     def _obs_variance_in_use(self, Y, first):
         if not self._learns_noise():

@@ -43,7 +43,7 @@ def _bank_refusal(est, config):
     """Why the bank's weights cannot merge exactly (None when they can)."""
     n_params = config.model.n_params()
     lik = config.impl.likelihood
-    if not lik.additive_noise or lik.obs_dof != float("inf"):
+    if not lik.conjugate:
         return f"the {config.likelihood} likelihood is not conjugate"
     if not _is_linear(config):
         return (
@@ -55,7 +55,7 @@ def _bank_refusal(est, config):
         # a family exact at full rank is inexact for its rank alone
         at = f" with rank={est.rank} < P={n_params}" if exact(n_params, n_params) else ""
         return f"family={config.family!r}{at} is not exact"
-    if (config.rule, config.hessian) != ("bong", "lin_hess"):
+    if not config.kalman_step:
         return f"rule={config.rule!r} with hessian={config.hessian!r} is not the exact update"
     if int(est.batch_size) != 1:
         return f"with batch_size={est.batch_size} the evidence sums per-row predictives"
@@ -116,7 +116,7 @@ def check_mergeable(est, config):
             "coupled to the noise (the normal–inverse-gamma Σ = ŝ V); use "
             "noise_posterior='conjugate' with noise_discount=1, or a fixed obs_variance"
         )
-    if config.learn_noise and config.impl.likelihood.obs_dof != float("inf"):
+    if config.learn_noise and config.impl.likelihood.takes_dof:
         raise ValueError(
             f"cannot merge the learned noise of the {config.likelihood} likelihood: its rows "
             "enter the noise posterior weighted by their own residuals, so the shards' "

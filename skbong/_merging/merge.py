@@ -168,7 +168,7 @@ def merge_fitted(estimators, compare_model=True):
         out._pit_counts = sum(c for c in counts if c is not None)
     windows = [w for w in (getattr(e, "_window", None) for e in estimators) if w is not None]
     out._loo_cache = None
-    rows = first._window_rows(config.model)
+    rows = first._observation(config.model).window_rows
     if windows and rows:  # the kept rows of every shard, the last shard's last, as many as one keeps
         kept = (_calibration.kept_rows(w, rows) for w in windows)
         out._window = (tuple(np.array(np.concatenate(a)[-rows:]) for a in zip(*kept)),)

@@ -57,13 +57,12 @@ log-likelihood rose on 20 of the 21 set-splits (mean −1.982 → −1.579; the 
 0.147). (doc: defaults)"""
 
 
-AUTO_FULL_MAX = 128
-"""The most parameters of a linear classifier or Poisson regressor for which
-``family="auto"`` takes the full covariance. With the default prior bank, on nine sets of
-11–121 parameters (iris and wine three-class, the rest binary) the full covariance's test
-log-loss was lower than the rank-10 dlr's on six and at most 0.007 higher on the other
-three, at 2.5–34 times less fit time; on digits (650 parameters, ten classes) it took 50
-times the dlr's time (doc: defaults)."""
+def auto_family(model, obs):
+    """``family="auto"`` for an engine model: ``"full"`` for the linear model of at most
+    ``obs.full_max`` parameters (:class:`~skbong._online.observation.Observation`),
+    ``"dlr"`` otherwise."""
+    linear = engine.models.is_linear(model)
+    return "full" if linear and model.n_params() <= obs.full_max else "dlr"
 
 
 def _draw_seed(random_state):
@@ -87,11 +86,11 @@ class BongBase(BeliefBase):
     ``_linear_attributes``, ``_predictive_kind``, its likelihood ``_likelihood(C)`` and
     its public prediction methods; :mod:`skbong._online.regression_face`,
     :mod:`skbong._online.classification_face`), and its ``fit`` / ``partial_fit`` call the
-    driver, :func:`skbong._online.stream.fit_rows`. The defaults below of the
-    observation model's choices (``_learns_noise``, ``_noise_discount``,
-    ``_noise_coupled``, ``_pit_kind``, ``_window_rows``, ``_likelihood_dof``,
-    ``_auto_family``) hold for a likelihood without a noise to learn; the regressor
-    defines its own.
+    driver, :func:`skbong._online.stream.fit_rows`. It also names ``_observation(model)``,
+    its observation model's choices for an engine model
+    (:class:`~skbong._online.observation.Observation`: the learned noise, the interval
+    calibration, the Student-t's ν, the linear model's largest full covariance); this
+    base reads that record and supplies no default.
     """
 
     _parameter_constraints = {
@@ -203,12 +202,12 @@ class BongBase(BeliefBase):
     def _validate_all_params(self):
         self._validate_params()
         hidden = self._model_params()
-        engine.check_names(family=None if self.family == "auto" else self.family, hessian=self.hessian)
-        if self.rule == "blr" and self.learning_rate > 1:
-            raise ValueError(
-                f"learning_rate={self.learning_rate} must be in (0, 1] for rule='blr' (the natural "
-                "step is a convex combination of the current and prior precisions)"
-            )
+        engine.check_names(
+            family=None if self.family == "auto" else self.family,
+            rule=self.rule,
+            hessian=self.hessian,
+            learning_rate=self.learning_rate,
+        )
         return hidden
 
     def _signature(self):
@@ -223,15 +222,11 @@ class BongBase(BeliefBase):
         )
         return structural_signature(self, STRUCTURAL) + banked
 
-    def _likelihood_dof(self):
-        """ν of a Student-t likelihood for the configuration (``Config.obs_dof``;
-        ``None``: the likelihood's own). The regressor's ``dof`` overrides it."""
-        return None
-
     def _build_config(self, n_features, n_outputs, hidden):
         model = self._build_model(n_features, n_outputs, hidden)
         n_params = model.n_params()
-        family = self._resolve_family(model)
+        obs = self._observation(model)
+        family = self._resolve_family(model, obs)
         need = engine.FAMILIES[family].memory(n_params, int(self.rank), np.dtype(self._jax_dtype()).itemsize)
         if need > 0.5 * _physical_memory():
             raise ValueError(
@@ -250,39 +245,23 @@ class BongBase(BeliefBase):
             n_iter=int(self.n_iter),
             mc_samples=int(self.mc_samples),
             backtrack=int(self.backtrack),
-            obs_dof=self._likelihood_dof(),
+            obs_dof=obs.obs_dof,
             dynamic=self._is_dynamic(),
-            learn_noise=self._learns_noise(),
-            noise_discount=self._noise_discount(model) if self._learns_noise() else 1.0,
-            noise_coupled=self._noise_coupled(model) if self._learns_noise() else True,
+            learn_noise=obs.learn_noise,
+            noise_discount=obs.noise_discount,
+            noise_coupled=obs.noise_coupled,
             evidence=self._bank_spec().is_bank,
-            pit=self._pit_kind(model),
+            pit=obs.pit,
         )
 
-    def _resolve_family(self, model):
-        """The family the belief uses: ``family``, or for ``"auto"`` the estimator's
-        choice for this engine model (:meth:`_auto_family`), checked against ``hessian``."""
+    def _resolve_family(self, model, obs):
+        """The family the belief uses: ``family``, or for ``"auto"`` :func:`auto_family`
+        for this engine model and observation, checked against ``hessian``."""
         if self.family != "auto":
             return self.family
-        family = self._auto_family(model)
+        family = auto_family(model, obs)
         engine.check_names(family=family, hessian=self.hessian)
         return family
-
-    def _auto_family(self, model):
-        """``family="auto"``: ``"full"`` for the linear model up to
-        :data:`AUTO_FULL_MAX` parameters, ``"dlr"`` otherwise (the regressor overrides)."""
-        linear = engine.models.is_linear(model)
-        return "full" if linear and model.n_params() <= AUTO_FULL_MAX else "dlr"
-
-    def _pit_kind(self, model):
-        """``Config.pit`` for this engine model: the predictive whose PITs the stream
-        reports for the interval calibration (regressor hook; ``None``: none)."""
-        return None
-
-    def _window_rows(self, model):
-        """How many of the last learned rows the interval calibration keeps (regressor
-        hook, ``calibration="loo"``; 0: none)."""
-        return 0
 
     def _passes(self, config):
         """The tempered passes ``fit`` makes (``passes``; ``"auto"``: :data:`AUTO_PASSES`
@@ -321,19 +300,6 @@ class BongBase(BeliefBase):
     def _is_dynamic(self):
         """Whether the predict step (drift or process noise) runs before every update."""
         return bool(self.drift != 1.0 or self.process_noise != 0.0)
-
-    def _learns_noise(self):
-        """Whether the Gaussian noise variance is learned online (regressor hook)."""
-        return False
-
-    def _noise_discount(self, model):
-        """δ of the learned noise for this engine model (regressor hook)."""
-        return 1.0
-
-    def _noise_coupled(self, model):
-        """Whether the learned noise keeps the coupled (normal–inverse-gamma) belief for
-        this engine model (regressor hook)."""
-        return True
 
     def _prior_variances(self, config, stationary=False):
         """Prior variance of every parameter, (P,) numpy in float64 (the model's fan-in

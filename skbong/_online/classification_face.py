@@ -24,6 +24,11 @@ def tags(est, tags):
     return tags
 
 
+def learns_noise(est):
+    """A label has no noise variance to learn."""
+    return False
+
+
 def likelihood(est, n_outputs):
     return "bernoulli" if n_outputs == 1 else "categorical"
 

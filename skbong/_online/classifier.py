@@ -6,7 +6,7 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils._param_validation import Interval
 
 from . import classification_face as face
-from . import stream
+from . import observation, stream
 from .base import BongBase
 
 
@@ -308,6 +308,7 @@ class BongClassifier(ClassifierMixin, BongBase):
     _encode_y = face.encode_y
     _linear_attributes = face.linear_attributes
     _predictive_kind = face.predictive_kind
+    _observation = observation.fixed  # no noise to learn, no interval to calibrate
     predict = face.predict
     predict_proba = face.predict_proba
     predict_log_proba = face.predict_log_proba

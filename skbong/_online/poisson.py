@@ -11,7 +11,7 @@ from sklearn.utils.validation import column_or_1d
 
 from .. import engine
 from .._core.posterior import _check_fitted
-from . import stream
+from . import observation, stream
 from .base import BongBase
 
 _HERMITE_NODES = 40
@@ -193,6 +193,7 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
     """
 
     _y_numeric = True
+    _observation = observation.fixed  # no noise to learn, no interval to calibrate
 
     _parameter_constraints = {
         **BongBase._parameter_constraints,

@@ -7,8 +7,9 @@ naming them in its class body (``predict = regression_face.predict``, its hooks
 has and where it comes from. The functions read the estimator's belief through
 :mod:`skbong._core.posterior` (``est._components()``, ``est._predict_rows``,
 ``est._draw_outputs``) and two facts the estimator supplies: ``est._likelihood(C)`` /
-``est._likelihood_dof()`` (the observation model) and ``est._obs_variance_in_use(Y,
-first)`` (the noise variance of the next update).
+``est._likelihood(C)`` with, for a likelihood that takes one, ``est.dof`` (the
+observation model) and ``est._obs_variance_in_use(Y, first)`` (the noise variance of the
+next update).
 """
 
 import numpy as np
@@ -81,17 +82,17 @@ def noise_dof(est):
     return tail_dof(est, None) * np.ones(est._n_out)
 
 
-def likelihood_dof(est):
-    """ν of a Student-t likelihood (``None``: the likelihood's own); the streaming
-    regressor's ``dof`` overrides it."""
-    return None
+def learns_noise(est):
+    """Whether the noise variance is learned (``obs_variance="auto"``)."""
+    return isinstance(est.obs_variance, str)
 
 
 def obs_dof(est):
-    """ν of the likelihood's noise: ``inf`` for the Gaussian, finite for the Student-t
-    (the estimator's :meth:`_likelihood_dof`)."""
-    name = est._likelihood(getattr(est, "_n_out", 1))
-    return engine.likelihoods.resolve(name, est._likelihood_dof()).obs_dof
+    """ν of the likelihood's noise: ``inf`` for the Gaussian; for a likelihood that
+    takes one (the Student-t) the estimator's ``dof``, which applies from the next
+    prediction and update."""
+    lik = engine.likelihoods.LIKELIHOODS[est._likelihood(getattr(est, "_n_out", 1))]
+    return engine.likelihoods.resolve(lik.name, est.dof).obs_dof if lik.takes_dof else lik.obs_dof
 
 
 def tail_dof(est, dof):

@@ -15,6 +15,7 @@ from . import regression_face as face
 from . import stream
 from .base import BongBase
 from .calibration import WINDOW_ROWS
+from .observation import Observation
 
 AUTO_FLOAT64_MAX = 101
 """The most parameters of a linear model that ``dtype="auto"`` computes in float64 (100
@@ -360,7 +361,8 @@ class BongRegressor(RegressorMixin, BongBase):
 
     _parameter_constraints = {
         **BongBase._parameter_constraints,
-        "likelihood": [StrOptions({"gaussian", "student_t"})],
+        # every registered likelihood of additive noise on real-valued targets
+        "likelihood": [StrOptions({n for n, lik in engine.LIKELIHOODS.items() if lik.additive_noise})],
         "dof": [Interval(Real, 0, None, closed="neither")],
         "obs_variance": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"})],
         "noise_discount": [Interval(Real, 0, 1, closed="right"), StrOptions({"auto"})],
@@ -441,6 +443,7 @@ class BongRegressor(RegressorMixin, BongBase):
     _encode_y = face.encode_y
     _linear_attributes = face.linear_attributes
     _predictive_kind = face.predictive_kind
+    _learns_noise = face.learns_noise
     predict = face.predict
     predict_interval = face.predict_interval
     predict_logpdf = face.predict_logpdf
@@ -452,18 +455,42 @@ class BongRegressor(RegressorMixin, BongBase):
     def __sklearn_tags__(self):
         return face.tags(self, super().__sklearn_tags__())
 
-    def _auto_family(self, model):
-        """``"full"`` for the linear model up to :data:`AUTO_FULL_MAX` parameters: the
-        Kalman filter, the exact (normal–inverse-gamma) posterior; ``"dlr"`` otherwise."""
-        linear = engine.models.is_linear(model)
-        return "full" if linear and model.n_params() <= AUTO_FULL_MAX else "dlr"
-
     def _likelihood(self, n_outputs):
         return self.likelihood
 
-    def _likelihood_dof(self):
-        """ν of the Student-t likelihood (``dof``); ``None`` for the Gaussian."""
-        return float(self.dof) if self.likelihood == "student_t" else None
+    def _observation(self, model):
+        """The observation model's choices for this engine model
+        (:class:`~skbong._online.observation.Observation`): the learned noise's discount
+        and posterior (``noise_discount``, ``noise_posterior``; ``"auto"``: 1 and the
+        conjugate belief for the linear model, :data:`~skbong.engine.filter.noise.NETWORK_DISCOUNT`
+        and the factorised one otherwise), the calibration's PITs and window
+        (:meth:`_calibration_kind`), ν (``dof``, for the Student-t) and
+        :data:`AUTO_FULL_MAX`, the linear model's largest full covariance (the Kalman
+        filter, the exact normal–inverse-gamma posterior)."""
+        linear = engine.models.is_linear(model)
+        learn = self._learns_noise()
+        if isinstance(self.noise_discount, str):
+            discount = 1.0 if linear else engine.filter.noise.NETWORK_DISCOUNT
+        else:
+            discount = float(self.noise_discount)
+        if self.noise_posterior == "auto":
+            coupled = linear
+        else:
+            coupled = self.noise_posterior == "conjugate"
+        calibration = self._calibration_kind(model)
+        pit = None
+        if calibration in ("prequential", "evidence"):
+            pit = "plugin" if self._predictive_kind() == "plugin" else "linmc"
+        lik = engine.likelihoods.LIKELIHOODS[self.likelihood]
+        return Observation(
+            learn_noise=learn,
+            noise_discount=discount if learn else 1.0,
+            noise_coupled=coupled if learn else True,
+            obs_dof=float(self.dof) if lik.takes_dof else None,
+            pit=pit,
+            window_rows=int(self.calibration_rows) if calibration in ("loo", "evidence") else 0,
+            full_max=AUTO_FULL_MAX,
+        )
 
     def _validate_all_params(self):
         """The shared checks, and ``dof``: a positive finite number (ν = ∞ refused with a
@@ -474,16 +501,14 @@ class BongRegressor(RegressorMixin, BongBase):
             engine.student_t.check_dof(dof)
         hidden = super()._validate_all_params()
         engine.student_t.check_dof(dof)
-        if self.likelihood != "student_t" and self.dof != engine.student_t.DOF:
+        takes_dof = engine.likelihoods.LIKELIHOODS[self.likelihood].takes_dof
+        if not takes_dof and self.dof != engine.student_t.DOF:
             raise ValueError(
                 f"dof={self.dof!r} is the degrees of freedom of likelihood='student_t' and "
                 f"does not apply to likelihood={self.likelihood!r}: pass "
                 f"likelihood='student_t', or leave dof at {engine.student_t.DOF}"
             )
         return hidden
-
-    def _learns_noise(self):
-        return isinstance(self.obs_variance, str)  # "auto"
 
     def _auto_dtype(self):
         """``"float64"`` for the linear model (no hidden layers, no user model) of at most
@@ -507,7 +532,8 @@ class BongRegressor(RegressorMixin, BongBase):
         ``drift="auto"`` and no process noise, and ``None`` otherwise; ``"loo"`` needs the
         linear model."""
         linear = engine.models.is_linear(model)
-        if self.likelihood != "gaussian" and self.calibration is not None:
+        conjugate = engine.likelihoods.LIKELIHOODS[self.likelihood].conjugate
+        if not conjugate and self.calibration is not None:
             if self.calibration != "auto":
                 raise ValueError(
                     f"calibration={self.calibration!r} needs likelihood='gaussian': the "
@@ -559,25 +585,6 @@ class BongRegressor(RegressorMixin, BongBase):
         _check_fitted(self)
         config = self._fitted_config
         return float(config.noise_discount) if config.learn_noise else None
-
-    def _pit_kind(self, model):
-        if self._calibration_kind(model) not in ("prequential", "evidence"):
-            return None
-        return "plugin" if self._predictive_kind() == "plugin" else "linmc"
-
-    def _window_rows(self, model):
-        keep = self._calibration_kind(model) in ("loo", "evidence")
-        return int(self.calibration_rows) if keep else 0
-
-    def _noise_discount(self, model):
-        if not isinstance(self.noise_discount, str):
-            return float(self.noise_discount)
-        return 1.0 if engine.models.is_linear(model) else engine.filter.noise.NETWORK_DISCOUNT
-
-    def _noise_coupled(self, model):
-        if self.noise_posterior == "auto":
-            return engine.models.is_linear(model)
-        return self.noise_posterior == "conjugate"
 
     def _warn_raw_scale(self, Y):
         """Warn where a network's learned, factorised noise meets targets on a raw scale:

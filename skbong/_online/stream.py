@@ -9,9 +9,10 @@ estimator exactly as it was; a refused row raises with a diagnosis, or with
 This is the online estimators' driver: functions of the estimator ``est``, which its
 ``fit`` and ``partial_fit`` call (:func:`fit_rows`). They read the parameters, the
 configuration and the belief through :class:`~skbong._online.base.BongBase`, the bank
-through :mod:`skbong._online.bank`, and three hooks of the estimator's face:
-``est._encode_y`` (the targets), ``est._learns_noise()`` and ``est._window_rows(model)``
-(the interval calibration's window).
+through :mod:`skbong._online.bank`, and two functions the estimator names:
+``est._encode_y`` (the targets) and ``est._observation(model)`` (its observation model's
+choices, :class:`~skbong._online.observation.Observation`, whose ``window_rows`` is the
+interval calibration's window).
 """
 
 import warnings
@@ -353,12 +354,10 @@ def conjugate_bank(est, config, X, w):
     return bool(
         engine.models.is_linear(config.model)
         and config.model.n_outputs == 1
-        and lik.additive_noise
-        and lik.obs_dof == float("inf")
+        and lik.conjugate
         and config.pit is None
         and config.impl.family.exact_update
-        and est.rule == "bong"
-        and est.hessian == "lin_hess"
+        and config.kalman_step
         and not config.dynamic  # no drift (drift="auto" included) nor process noise
         and (not config.learn_noise or (config.noise_discount == 1.0 and config.noise_coupled))
         and est._dtype_name() == "float64"
@@ -525,7 +524,7 @@ def _diagnosis(est, config, X):
     if config.impl.family.advice:
         hints.append(config.impl.family.advice)
     n_params = config.model.n_params()
-    if config.family == "dlr" and n_params <= 1024:
+    if config.impl.family.low_rank and n_params <= 1024:
         hints.append(
             f"family='full' (P = {n_params}: the covariance itself, without the cancellation "
             "of the low-rank precision's variances)"
@@ -535,7 +534,7 @@ def _diagnosis(est, config, X):
             f"rule={est.rule!r} takes plain-gradient steps of size "
             f"learning_rate={est.learning_rate}: lower it, or use rule='bong' / 'blr'"
         )
-    if not est._learns_noise() and config.impl.likelihood.additive_noise:
+    if not config.learn_noise and config.impl.likelihood.additive_noise:
         hints.append("a fixed obs_variance too small for the data: try obs_variance='auto'")
     hints.append(f"a smaller prior_variance (now {est._bank_spec().prior!r})")
     if est._dtype_name() == "float32":
@@ -560,14 +559,14 @@ def _pits(est, config, z, noise, w, ok):
 def _record_calibration(est, config, pit, X, Y, w, learned):
     """Commit what a call adds to the interval calibration: its prequential PITs to
     the histogram (``Config.pit``), or the rows it learned (``learned`` (n,)) to the
-    window of the last rows (the estimator's ``_window_rows``; rows of zero weight taught
+    window of the last rows (the observation's ``window_rows``; rows of zero weight taught
     nothing and are not kept)."""
     if config.pit is not None and pit is not None:
         counts = getattr(est, "_pit_counts", None)
         delta = _calibration.discount(config)
         est._pit_counts = _calibration.add(counts, pit, w, est._n_out, delta)
     est._loo_cache = None
-    size = est._window_rows(config.model)
+    size = est._observation(config.model).window_rows
     if size:
         keep = learned & (w > 0)
         rows = (X, Y, w) if keep.all() else (X[keep], Y[keep], w[keep])
@@ -816,7 +815,7 @@ def _tempered(est, config, X, Y, sample_weight, obs_var, passes, fresh):
         # one call's rows, counted once; the interval calibration's window keeps them at
         # their own weight (the prequential PITs were added at weight 1 / passes each time)
         est.n_observations_ = fresh["n_observations_"] + n_rows
-        size = est._window_rows(config.model)
+        size = est._observation(config.model).window_rows
         if size:
             keep = weights > 0
             rows = (X[keep], Y[keep], weights[keep].astype(Y.dtype))
@@ -851,8 +850,7 @@ def _refine_passes(est, config):
         or not est.refine
         or not engine.models.is_linear(config.model)
         or not config.impl.family.exact_update
-        or est.hessian != "lin_hess"
-        or est.rule != "bong"
+        or not config.kalman_step
         or config.dynamic
         or est.drift != 1.0
     ):

@@ -12,21 +12,23 @@ from typing import Any, NamedTuple
 
 from ._store import fields_token
 from .families import FAMILIES
-from .filter.curvature import ESTIMATORS
+from .filter.curvature import ESTIMATORS, LINEAR_GAUSSIAN_EXACT
 from .filter.rules import RULES
 from .likelihoods import LIKELIHOODS, resolve
 
 __all__ = ["Config", "Impl", "check_names"]
 
 
-def check_names(likelihood=None, family=None, rule=None, hessian=None):
+def check_names(likelihood=None, family=None, rule=None, hessian=None, learning_rate=None):
     """Raise ``ValueError`` naming the first unknown choice or unavailable pair.
 
     The registries (:data:`~.likelihoods.LIKELIHOODS`, :data:`~.families.FAMILIES`,
     :data:`~.rules.RULES`, :data:`~.curvature.ESTIMATORS`) are the only source of the
     names, and this is the only place that says which pairs do not exist: MC-HESS needs
     a family that can hold a dense or diagonal Hessian (``Family.hess_kind``), which the
-    low-rank family cannot (the paper omits it, appendix E.5). ``None`` skips a choice.
+    low-rank family cannot (the paper omits it, appendix E.5); and a natural rule with
+    the KL term (BLR) needs a ``learning_rate`` in (0, 1], its step being a convex
+    combination of the current and prior precisions. ``None`` skips a choice.
     """
     for name, value, registry in (
         ("likelihood", likelihood, LIKELIHOODS),
@@ -41,6 +43,12 @@ def check_names(likelihood=None, family=None, rule=None, hessian=None):
             f"hessian='mc_hess' is not available with family={family!r}: a dense or diagonal "
             "Hessian cannot be projected onto its low-rank precision (the paper omits MC-HESS "
             "for it, appendix E.5); use 'lin_hess', 'lin_ef' or 'mc_ef'"
+        )
+    natural_kl = rule is not None and RULES[rule].natural and RULES[rule].kl
+    if natural_kl and learning_rate is not None and learning_rate > 1:
+        raise ValueError(
+            f"learning_rate={learning_rate} must be in (0, 1] for rule={rule!r} (the natural "
+            "step is a convex combination of the current and prior precisions)"
         )
 
 
@@ -161,6 +169,16 @@ class Config:
                 f"learn_noise applies to a likelihood with additive Gaussian noise, "
                 f"not {self.likelihood!r}"
             )
+
+    @property
+    def kalman_step(self):
+        """Whether one update is the linearised Kalman step: a unit-rate natural rule
+        without the KL term (BONG) with an estimator exact for the linear-Gaussian model
+        (:data:`~.filter.curvature.LINEAR_GAUSSIAN_EXACT`); on a linear model with the
+        conjugate likelihood and an exactly conditioning family it is the exact
+        posterior (the paper's Proposition 4.1)."""
+        rule = self.impl.rule
+        return rule.natural and rule.unit_rate and not rule.kl and self.hessian in LINEAR_GAUSSIAN_EXACT
 
     def cache_token(self):
         """A stable text of this object for skbong's on-disk program cache (its class and

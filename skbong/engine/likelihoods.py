@@ -78,6 +78,17 @@ class Likelihood(NamedTuple):
     split_exact: bool = False
     obs_dof: float = float("inf")
 
+    @property
+    def conjugate(self):
+        """Whether the likelihood is conjugate to the Gaussian belief (additive Gaussian
+        noise, ν = ∞), so that a linear model's update is the exact posterior."""
+        return self.additive_noise and self.obs_dof == float("inf")
+
+    @property
+    def takes_dof(self):
+        """Whether the noise is a Student-t scale mixture whose ν the user sets."""
+        return self.obs_dof != float("inf")
+
 
 def _gauss_log_prob(y, f, obs_var):
     var = jnp.broadcast_to(obs_var, f.shape)

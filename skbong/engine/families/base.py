@@ -88,6 +88,10 @@ class Family(NamedTuple):
         linear-Gaussian model at rank R and P parameters, so that merged shards equal
         one filter over all rows (the condition of :func:`skbong.merge_posteriors`'s
         exactness and of merging a prior bank's weights).
+    low_rank : bool
+        Whether the precision keeps a rank-``rank`` part (``rank`` applies): below the
+        full rank its steps truncate, and a small model may do better with the full
+        covariance (the error messages' advice).
     """
 
     init: Callable
@@ -114,6 +118,7 @@ class Family(NamedTuple):
     exact_update: bool = False
     merge: Any = None
     merge_exact: Callable = lambda rank, p: False
+    low_rank: bool = False
 
     def acceptable(self, state):
         """Whether a (backtracked) step's result is a usable belief: ``is_valid`` and,

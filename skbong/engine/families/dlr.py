@@ -331,4 +331,5 @@ DLR = Family(
     memory=lambda p, r, itemsize: (2 + 3 * (r + 2)) * p * itemsize,  # μ, Υ, W and the step's P × (R + C) blocks
     merge=LOW_RANK,
     merge_exact=lambda rank, p: rank >= p,  # nothing is projected away: the full family
+    low_rank=True,
 )

@@ -160,3 +160,8 @@ def mc_hess(config, family, state, x, y, w, obs_var, key):
 
 
 ESTIMATORS = {"lin_hess": lin_hess, "lin_ef": lin_ef, "mc_ef": mc_ef, "mc_hess": mc_hess}
+
+LINEAR_GAUSSIAN_EXACT = frozenset({"lin_hess"})
+"""The estimators whose expected gradient and Hessian are exact for a linear model with
+Gaussian noise (the paper's Proposition 4.2: the linearisation is the model itself and
+the Hessian is Hᵀ R⁻¹ H), so that BONG's step with one of them is the Kalman update."""

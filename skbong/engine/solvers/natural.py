@@ -45,7 +45,7 @@ def _precision_solve(prec, v):
 
 
 def _init(config, mean, hyper):
-    dense = config.family == "full"
+    dense = config.impl.family.hess_kind == "dense"  # the full covariance
     return NGState(mean, jnp.diag(hyper.init_prec) if dense else hyper.init_prec)
 
 
