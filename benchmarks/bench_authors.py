@@ -1,8 +1,8 @@
 """skbong against the authors' research code, timed in the same process, interleaved.
 
 The authors' per-observation times were first measured once, on another day (the
-``DESIGN.md authors`` column); this VM's speed drifts by ±30 % from day to day, so the fair comparison is a
-ratio taken in one run. This script imports the update functions of the paper's code
+``authors (recorded)`` column, bench_steps' HEADLINE); this VM's speed drifts by ±30 %
+from day to day, so the fair comparison is a ratio taken in one run. This script imports the update functions of the paper's code
 (``bong.src.bong``: ``update_lfg_bong`` = CM-EKF, ``update_ldlrg_bong`` = LO-FI,
 ``update_ldg_bong`` = VD-EKF) from a checkout you supply, runs them in a
 ``lax.fori_loop`` over the same 512-step stream, model and prior as skbong's
@@ -187,7 +187,7 @@ def main():
     rows = []
     for case, family, design_us in HEADLINE:
         row = compare(authors, case, family, budget)
-        row["DESIGN.md authors"] = design_us
+        row["authors (recorded)"] = design_us
         rows.append(row)
         print(f"{case} {family}: skbong {row['skbong']:.2f} µs, update only "
               f"{row['skbong update only']:.2f}, public fit {row['public fit']:.2f}, "
@@ -195,7 +195,7 @@ def main():
     note = load_note()
     print(f"\n== µs per step, fastest of interleaved runs ==  ({note})")
     cols = ["case", "P", "family", "skbong", "skbong update only", "public fit", "authors",
-            "DESIGN.md authors", "authors / skbong", "authors / update only",
+            "authors (recorded)", "authors / skbong", "authors / update only",
             "authors / public fit", "max |mean diff|", "max |mean change|"]
     fmt = {c: "{:.2f}" for c in cols[3:11]}
     fmt.update({"max |mean diff|": "{:.1e}", "max |mean change|": "{:.1e}"})
