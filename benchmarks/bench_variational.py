@@ -32,7 +32,7 @@ Part 3 (``--parts knobs`` with ``--data-dir``), the settings: on the UCI sets of
 ``--knob-sets`` (the first ``--splits`` splits, standardised as in part 0)
 ``VariationalRegressor((50,))`` at its defaults and with one setting changed at a time
 (σ₀², early stopping, the solver, Monte Carlo samples, epochs, the predictive, batch
-size, learning and precision rates, curvature), beside one pass (``passes=1``) of ``BongRegressor((50,))``:
+size, learning and precision rates, curvature, the full covariance), beside one pass (``passes=1``) of ``BongRegressor((50,))``:
 whether any setting of the batch fit reaches the one pass's test log-likelihood.
 
 Usage: ``python benchmarks/bench_variational.py [--quick] [--out FILE]
@@ -250,7 +250,8 @@ KNOBS = (
     {"solver": "ivon"}, {"solver": "slang", "rank": 5}, {"solver": "vadam"},
     {"mc_samples": 8}, {"max_iter": 30}, {"predictive": "mc"}, {"batch_size": 8},
     {"batch_size": 128}, {"learning_rate": 0.03}, {"learning_rate": 0.003, "max_iter": 3000},
-    {"precision_rate": 0.001}, {"curvature": "ggn"},
+    {"precision_rate": 0.001}, {"curvature": "ggn"}, {"family": "full"},
+    {"family": "full", "curvature": "ggn"},
 )
 """Part 3's settings of ``VariationalRegressor((50,))``, one change at a time ({} the
 defaults)."""

@@ -690,6 +690,22 @@ MUTANTS = [
     ),
     # ------------------------------------------------------------ skbong/_online/stream.py
     Mutant(
+        "retire-without-margin",
+        "skbong/_online/stream.py",
+        "            within = sound & (evidence >= best - bank_module.RETIRE_NATS)\n",
+        "            within = sound & (evidence >= best)\n",
+        ("tests/test_bank_retire.py",),
+        "the bank keeps only the best filter at its first check, however close the others",
+    ),
+    Mutant(
+        "retired-filter-keeps-evidence",
+        "skbong/_online/stream.py",
+        "        path[retired, since:] = -np.inf  # a retired filter leaves the mixture before row `since`\n",
+        "",
+        ("tests/test_bank_retire.py",),
+        "a retired filter keeps its evidence, and its stale belief a weight in the mixture",
+    ),
+    Mutant(
         "outliers-gap-reversed",
         "skbong/_online/stream.py",
         "    rows = np.flatnonzero(keep & (gap > OUTLIER_GAP_NATS))",
@@ -1175,6 +1191,22 @@ MUTANTS = [
         "predict_logpmf's output moments run unbounded blocks of Jacobians",
     ),
     # -------------------------------------------------------------- skbong/_online/bank.py
+    Mutant(
+        "retire-drifting-banks",
+        "skbong/_online/bank.py",
+        "        not config.dynamic\n        and not of(est).learns_drift\n",
+        "        True\n",
+        ("tests/test_bank_retire.py",),
+        "a drift bank retires the filters it needs to follow a change",
+    ),
+    Mutant(
+        "retire-checks-at-call-ends",
+        "skbong/_online/bank.py",
+        "    return checks\n",
+        "    return sorted(set(checks) | {n_steps})\n",
+        ("tests/test_bank_retire.py",),
+        "a bank checks for retirement at the end of every call, so a split changes the rows",
+    ),
     Mutant(
         "one-pass-prior-never",
         "skbong/_online/bank.py",

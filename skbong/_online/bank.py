@@ -34,6 +34,16 @@ _BANKS = "prior_variance='bank', 'auto' for the linear model, or drift='auto'"
 _MIN_WEIGHT = 1e-9
 """Bank filters with a smaller posterior weight are left out of predictions."""
 
+RETIRE_NATS = 40.0
+"""How far a filter's log evidence may fall behind the best's before a static bank
+retires it: e⁻⁴⁰ ≈ 4e-18, a weight that vanishes beside the leader's in float64 (and far
+below :data:`_MIN_WEIGHT`, under which predictions already leave a filter out)."""
+
+RETIRE_FIRST = 64
+"""The first global step count at which a static bank checks for retirement; it checks
+again at each doubling (128, 256, …), so that any split of the rows into calls retires at
+the same rows, and a long call is cut into few programs."""
+
 NETWORK_EVIDENCE_DISCOUNT = 0.99
 """δ of a network's online evidence per row (about the last 100 rows' predictions)."""
 
@@ -133,6 +143,36 @@ def evidence_path(log_evidence, log_lik, delta):
     return np.where(alive[:, None], path, -np.inf)
 
 
+def retires(est, config):
+    """Whether the bank retires the filters that fall :data:`RETIRE_NATS` behind the
+    best, so that once one filter alone is left the rows are streamed through it alone
+    (:func:`skbong._online.stream._stream_bank`): a static bank (no drift, no process
+    noise, no drift bank) of the linear model (undiscounted evidence, the log marginal
+    likelihood, whose gaps do not close by forgetting) with a likelihood that has no
+    closed form (Bernoulli, categorical, Poisson; the Gaussian's conjugate bank is cheap
+    already, and keeps every filter for its calibration and checks)."""
+    return (
+        not config.dynamic
+        and not of(est).learns_drift
+        and evidence_discount(config.model) == 1.0
+        and not config.impl.likelihood.additive_noise
+    )
+
+
+def retire_boundaries(step0, n_steps):
+    """The steps of a call (counted from its first, ``step0`` the global count before
+    it) after which a retiring bank checks its evidence: the global counts
+    :data:`RETIRE_FIRST` · 2ʲ in (step0, step0 + n_steps], the call's last step included,
+    so that a split of the rows at one of them checks at the end of the first call what
+    one call checks at that step."""
+    checks, b = [], RETIRE_FIRST
+    while b <= step0 + n_steps:
+        if b > step0:
+            checks.append(b - step0)
+        b *= 2
+    return checks
+
+
 def of(est):
     """The :class:`Bank` of the current parameters for the estimator's model."""
     return Bank.resolve(est.prior_variance, est.drift, auto_prior(est))
@@ -209,7 +249,8 @@ def prior_weights(est):
     """Posterior weights of the bank's prior variances (a prior bank),
     shape (7,), aligned with ``prior_grid_``: the filters' weights, each proportional
     to the exp of the filter's cumulative log predictive density (zero for a dropped
-    filter), summed over the drifts of ``drift="auto"``."""
+    or retired filter, see ``log_evidence_``), summed over the drifts of
+    ``drift="auto"``."""
     _require_bank(est, "prior_weights_", "prior_variance")
     return _weight_table(est).sum(axis=1)
 
@@ -228,7 +269,10 @@ def log_evidence(est):
     with the rows of ``bank_grid_``: Σₜ wₜ log p(yₜ | xₜ, past), the online evidence
     (for the linear-Gaussian model, the log marginal likelihood of that filter's
     state-space model; for networks each row's term is discounted by 0.99 per later
-    row, see :func:`evidence_discount`); ``-inf`` for a dropped filter."""
+    row, see :func:`evidence_discount`); ``-inf`` for a dropped filter, and for a
+    retired one: a static bank of the linear classifier or count model keeps, from the
+    first of the steps 64, 128, 256, … at which one filter alone is within
+    :data:`RETIRE_NATS` (40) of the best evidence, that filter alone (:func:`retires`)."""
     _require_bank(est, "log_evidence_")
     return est._log_evidence.copy()
 

@@ -17,6 +17,7 @@ interval calibration's window).
 
 import warnings
 
+import jax
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, validate_data
@@ -30,6 +31,7 @@ from ..exceptions import (
     OutliersWarning,
     SkippedRowsWarning,
 )
+from . import bank as bank_module
 from . import calibration as _calibration
 from . import conjugate as _conjugate
 from .bank import _MIN_WEIGHT, evidence_discount, evidence_path
@@ -202,9 +204,17 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
             run_hyper = hyper._replace(prior_var=hyper.prior_var[k])
     judged = np.ones(1, bool) if conjugate else live  # the filters the rows are judged by
 
+    retired, since = np.zeros(len(live), bool), n_rows  # filters retired before row `since`
+
     def run(w):
+        nonlocal retired, since
+        if not conjugate:
+            new, log_lik, z, ok, retired, since = _stream_bank(
+                est, config, hyper, X, Y, w, noise, live
+            )
+            return new, log_lik, z, ok
         with est._x64():
-            out = engine.stream(
+            new, log_lik, z, ok = engine.stream(
                 config,
                 est._engine_state(state, run_noise),
                 est._prior_mean,
@@ -216,18 +226,19 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
                 est._n_steps,
                 est._key(1),
                 callback=_progress(est, n_rows),
-                bank=not conjugate,
             )
-        if conjugate:  # as a bank of one: its filter on a leading axis
-            new, log_lik, z, ok = out
-            return new, log_lik[None], np.asarray(z)[None], ok[None]
-        return out
+        # as a bank of one: its filter on a leading axis
+        return new, log_lik[None], np.asarray(z)[None], ok[None]
+
+    def judges():  # (K, n): the filters that judge each row (a retired one no longer does)
+        rows = np.arange(n_rows) >= since
+        return judged[:, None] & ~(retired[:, None] & rows[None, :])
 
     new, log_lik, z, ok = run(w)
     # a row absurd under every filter still in the bank is refused for all of them: with
     # on_error="skip" the call is run again with its weight 0 (it teaches nothing). A
     # filter that alone finds a row absurd refuses it, and is dropped below
-    far = np.isneginf(log_lik[judged]).all(axis=0)
+    far = np.all(np.isneginf(log_lik) | ~judges(), axis=0)
     n_absurd = int(np.count_nonzero(far))
     if n_absurd:
         if est.on_error == "raise":
@@ -268,7 +279,7 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
         new_noise = None if new_noise is None else tuple(np.asarray(a) for a in new_noise)
         accepted = ok.all(axis=1)
     alive = live.copy()
-    for k in np.flatnonzero(alive):
+    for k in np.flatnonzero(alive & ~retired):
         state_k = tuple(a[k] for a in new_state)
         alive[k] = bool(accepted[k]) and _is_sound(config.impl.family, state_k)
     priors, drifts = est._bank_spec().grid()
@@ -287,7 +298,8 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
             f"(family={config.family!r}, rule={est.rule!r}, hessian={est.hessian!r}); "
             f"nothing from this call was applied. {_diagnosis(est, config, X)}"
         )
-    dropped = live & ~alive
+    dropped = live & ~alive & ~retired
+    alive &= ~retired
     if dropped.any():
         warnings.warn(
             f"{type(est).__name__}: the filter(s) {est._bank_spec().describe(dropped)} "
@@ -301,8 +313,9 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
         evidence = np.where(alive, est._log_evidence + exact.log_evidence, -np.inf)
     else:
         weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
-        path = evidence_path(np.where(alive, est._log_evidence, -np.inf), weighted,
+        path = evidence_path(np.where(alive | retired, est._log_evidence, -np.inf), weighted,
                              evidence_discount(config.model))
+        path[retired, since:] = -np.inf  # a retired filter leaves the mixture before row `since`
         evidence = path[:, -1]
         if config.pit is not None:  # the mixture's PIT: each row under the weights before it
             pits = np.stack([
@@ -338,6 +351,82 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
     # the rows under the filter of highest evidence (the reference filter in closed form)
     best = 0 if conjugate else int(np.argmax(np.where(alive, evidence, -np.inf)))
     _warn_if_outliers(est, config, log_lik[best], w * kept)
+
+
+def _stream_bank(est, config, hyper, X, Y, w, noise, live):
+    """One call's rows through a bank streamed filter by filter (not in closed form):
+    ``(new, log_lik, z, ok, retired, since)``, the first four with a leading K.
+
+    Every live filter learns every row, in one program (:func:`engine.stream` with
+    ``bank=True``), except where the bank retires (:func:`~skbong._online.bank.retires`):
+    at the global step counts of :func:`~skbong._online.bank.retire_boundaries`
+    (64, 128, 256, …), if one filter alone is within
+    :data:`~skbong._online.bank.RETIRE_NATS` of the best evidence (the best), the others
+    are retired (``retired`` (K,), before row ``since``), and the rest of the call is
+    streamed through that filter alone, at the cost of one filter. A retired filter's
+    rows from ``since`` on are not learned: log density 0, output 0, every step ok; the
+    caller takes it out of the bank. Bitwise, the call is the same whatever split of
+    the rows into calls came before (the checks fall on the same global steps)."""
+    size, n_rows = int(est.batch_size), X.shape[0]
+    n_steps, step0, key = -(-n_rows // size), est._n_steps, est._key(1)
+    report = _progress(est, n_rows)
+    retiring = bank_module.retires(est, config)
+    checks = bank_module.retire_boundaries(step0, n_steps) if retiring else []
+    belief = est._engine_state(est._state, noise)
+    evidence = np.where(live, est._log_evidence, -np.inf)
+    sound = live.copy()  # the filters whose every step so far was accepted
+    retired, since = np.zeros(len(live), bool), n_rows
+    # the one filter left of a retired bank streams alone from the start
+    single = int(np.flatnonzero(live)[0]) if retiring and np.count_nonzero(live) == 1 else None
+    pieces, start = [], 0
+    while start < n_steps:
+        end = n_steps if single is not None else next((b for b in checks if b > start), n_steps)
+        rows = slice(start * size, min(end * size, n_rows))
+
+        def callback(done, total, offset=start):
+            report(offset + done, n_steps)
+
+        with est._x64():
+            if single is None:
+                belief, log_lik, z, ok = engine.stream(
+                    config, belief, est._prior_mean, hyper, X[rows], Y[rows], w[rows], size,
+                    step0 + start, key, callback=report and callback, bank=True,
+                )
+            else:
+                one, hyp = jax.tree_util.tree_map(lambda a, k=single: a[k], belief), hyper
+                if np.ndim(hyper.prior_var) == 2:
+                    hyp = hyper._replace(prior_var=hyper.prior_var[single])
+                one, ll1, z1, ok1 = engine.stream(
+                    config, one, est._prior_mean, hyp, X[rows], Y[rows], w[rows], size,
+                    step0 + start, key, callback=report and callback,
+                )
+                belief = jax.tree_util.tree_map(
+                    lambda a, b, k=single: _with_row(a, k, b), belief, one
+                )
+                log_lik = np.zeros((len(live),) + ll1.shape, ll1.dtype)
+                z = np.zeros((len(live),) + np.shape(z1), np.asarray(z1).dtype)
+                ok = np.ones((len(live),) + ok1.shape, bool)
+                log_lik[single], z[single], ok[single] = ll1, z1, ok1
+        pieces.append((log_lik, np.asarray(z), ok))
+        if single is None and end in checks:
+            weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, rows]
+            evidence = evidence_path(evidence, weighted, 1.0)[:, -1]
+            sound &= ok.all(axis=1)
+            best = np.max(np.where(sound, evidence, -np.inf))
+            within = sound & (evidence >= best - bank_module.RETIRE_NATS)
+            if np.count_nonzero(within) == 1:
+                single = int(np.flatnonzero(within)[0])
+                retired, since = live & ~within, min(end * size, n_rows)
+        start = end
+    log_lik, z, ok = (np.concatenate([p[i] for p in pieces], axis=1) for i in range(3))
+    return belief, log_lik, z, ok, retired, since
+
+
+def _with_row(a, k, row):
+    """A numpy copy of the stacked array ``a`` with its ``k``-th entry replaced by ``row``."""
+    out = np.array(a)
+    out[k] = np.asarray(row)
+    return out
 
 
 def conjugate_bank(est, config, X, w):
