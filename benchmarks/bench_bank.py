@@ -18,9 +18,12 @@ on synthetic linear-Gaussian data (x ~ N(0, I), y = x·w + 2 + N(0, 0.5²)) at s
 n × d; for the linear classifier and count model, whose banks stream (their filters
 linearise a non-Gaussian likelihood, each at its own mean, so no filter's work serves
 another): ``BongClassifier()`` on breast cancer (P = 31, ``full``) and digits (P = 650,
-10 classes, ``dlr``), standardised, and ``BongPoissonRegressor()`` on 2,000 rows of 5
-features; and for a network, where the bank is not the default
-(``prior_variance="bank"`` against the default fixed σ₀², one 50-unit layer, float32).
+10 classes, ``dlr``; its bank retires the filters its evidence leaves behind,
+:func:`skbong._online.bank.retires`), standardised, and ``BongPoissonRegressor()`` on
+2,000 rows of 5 features; and for a network, where the bank is not the default
+(``prior_variance="bank"`` against the default fixed σ₀², one 50-unit layer, float32,
+both one pass: a bank's weights are the evidence of one pass, so it makes no tempered
+passes).
 It prints the times and the ratios to one filter.
 
 Usage: ``python benchmarks/bench_bank.py [--quick] [--out FILE]``
@@ -81,7 +84,7 @@ def _cases(quick):
         "bank": lambda: BongPoissonRegressor().fit(X, y),
     }
     X, y = _data(1000 if quick else 2000, 8)
-    net = dict(hidden_layer_sizes=(50,), random_state=0)
+    net = dict(hidden_layer_sizes=(50,), passes=1, random_state=0)  # a bank makes one pass
     yield f"network (50,) {len(X)} x 8", {
         "one filter": lambda: BongRegressor(**net).fit(X, y),
         "bank": lambda: BongRegressor(prior_variance="bank", **net).fit(X, y),

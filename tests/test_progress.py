@@ -74,9 +74,9 @@ def test_works_without_tqdm(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # `from tqdm.auto import tqdm` fails
     monkeypatch.setitem(sys.modules, "tqdm", None)
     clf = BongClassifier(**CONFIG, verbose=1).fit(x_long, y_long)
-    # one line per program call: the chunks (chunk_plan), cut where the prior bank checks
-    # which of its filters to keep (steps 64, 128, 256, 512) until one alone is left
-    ends = set(np.cumsum(chunk_plan(n_long))) | {64, 128, 256, 512}
+    # one line per program call: the chunks (chunk_plan), cut where a prior bank of a
+    # large model checks which of its filters to keep (steps 64, 256)
+    ends = set(np.cumsum(chunk_plan(n_long))) | {64, 256}
     lines = capsys.readouterr().out.splitlines()
     steps = [int(line.split()[-1].split("/")[0]) for line in lines]
     assert lines == [f"[BongClassifier] step {k}/{n_long}" for k in steps]

@@ -41,8 +41,21 @@ below :data:`_MIN_WEIGHT`, under which predictions already leave a filter out)."
 
 RETIRE_FIRST = 64
 """The first global step count at which a static bank checks for retirement; it checks
-again at each doubling (128, 256, …), so that any split of the rows into calls retires at
-the same rows, and a long call is cut into few programs."""
+again at each :data:`RETIRE_GROWTH`-fold count (256, 1024, …), so that any split of the
+rows into calls retires at the same rows, and a long call is cut into few programs."""
+
+RETIRE_GROWTH = 4
+"""The factor between a retiring bank's check steps. On digits (P = 650, ten classes,
+``dlr``) the bank's fit took 1.39× one filter's with checks at 64, 256, 1024 and 1.44×
+at 64, 128, 256, 512 (8.4× keeping every filter); each check cuts the call into one more
+program call."""
+
+RETIRE_MIN_PARAMS = 129
+"""The fewest parameters of a model whose bank retires: a bank of smaller filters spends
+more on its program calls than on their arithmetic (breast cancer, P = 31: 3.6× one
+filter's fit time kept whole, 4.2× retiring; counts, P = 6: 2.9× and 3.4×; digits,
+P = 650: 8.4× and 1.4×). 129 is where ``family="auto"`` leaves the full covariance for
+the classifier."""
 
 NETWORK_EVIDENCE_DISCOUNT = 0.99
 """δ of a network's online evidence per row (about the last 100 rows' predictions)."""
@@ -150,26 +163,45 @@ def retires(est, config):
     noise, no drift bank) of the linear model (undiscounted evidence, the log marginal
     likelihood, whose gaps do not close by forgetting) with a likelihood that has no
     closed form (Bernoulli, categorical, Poisson; the Gaussian's conjugate bank is cheap
-    already, and keeps every filter for its calibration and checks)."""
+    already, and keeps every filter for its calibration and checks), of at least
+    :data:`RETIRE_MIN_PARAMS` parameters."""
     return (
         not config.dynamic
         and not of(est).learns_drift
         and evidence_discount(config.model) == 1.0
         and not config.impl.likelihood.additive_noise
+        and config.model.n_params() >= RETIRE_MIN_PARAMS
     )
+
+
+SUB_BANKS = (1, 2, 4)
+"""The sizes of the programs a retiring bank streams its remaining filters in (padded with
+retired ones), so that a configuration compiles at most these besides the whole bank's."""
+
+
+def sub_bank(active):
+    """The filters a retiring bank's program streams: ``None`` for the whole bank, else the
+    indices of the active ones (:class:`numpy.ndarray`), padded with retired ones to the
+    smallest of :data:`SUB_BANKS` that holds them, where that is smaller than the bank."""
+    n = int(np.count_nonzero(active))
+    size = next((s for s in SUB_BANKS if s >= n), len(active))
+    if size >= len(active):
+        return None
+    rest = np.flatnonzero(~active)[: size - n]
+    return np.sort(np.concatenate([np.flatnonzero(active), rest]))
 
 
 def retire_boundaries(step0, n_steps):
     """The steps of a call (counted from its first, ``step0`` the global count before
     it) after which a retiring bank checks its evidence: the global counts
-    :data:`RETIRE_FIRST` · 2ʲ in (step0, step0 + n_steps], the call's last step included,
-    so that a split of the rows at one of them checks at the end of the first call what
-    one call checks at that step."""
+    :data:`RETIRE_FIRST` · :data:`RETIRE_GROWTH`ʲ in (step0, step0 + n_steps], the call's
+    last step included, so that a split of the rows at one of them checks at the end of
+    the first call what one call checks at that step."""
     checks, b = [], RETIRE_FIRST
     while b <= step0 + n_steps:
         if b > step0:
             checks.append(b - step0)
-        b *= 2
+        b *= RETIRE_GROWTH
     return checks
 
 
@@ -270,9 +302,9 @@ def log_evidence(est):
     (for the linear-Gaussian model, the log marginal likelihood of that filter's
     state-space model; for networks each row's term is discounted by 0.99 per later
     row, see :func:`evidence_discount`); ``-inf`` for a dropped filter, and for a
-    retired one: a static bank of the linear classifier or count model keeps, from the
-    first of the steps 64, 128, 256, … at which one filter alone is within
-    :data:`RETIRE_NATS` (40) of the best evidence, that filter alone (:func:`retires`)."""
+    retired one: at the steps 64, 256, 1024, … a static bank of the linear classifier or
+    count model (of at least :data:`RETIRE_MIN_PARAMS` parameters) retires the filters
+    more than :data:`RETIRE_NATS` (40) behind the best evidence (:func:`retires`)."""
     _require_bank(est, "log_evidence_")
     return est._log_evidence.copy()
 

@@ -204,14 +204,12 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
             run_hyper = hyper._replace(prior_var=hyper.prior_var[k])
     judged = np.ones(1, bool) if conjugate else live  # the filters the rows are judged by
 
-    retired, since = np.zeros(len(live), bool), n_rows  # filters retired before row `since`
+    since = np.full(len(live), n_rows + 1)  # filter k retired before row since[k] (n + 1: none)
 
     def run(w):
-        nonlocal retired, since
+        nonlocal since
         if not conjugate:
-            new, log_lik, z, ok, retired, since = _stream_bank(
-                est, config, hyper, X, Y, w, noise, live
-            )
+            new, log_lik, z, ok, since = _stream_bank(est, config, hyper, X, Y, w, noise, live)
             return new, log_lik, z, ok
         with est._x64():
             new, log_lik, z, ok = engine.stream(
@@ -231,8 +229,7 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
         return new, log_lik[None], np.asarray(z)[None], ok[None]
 
     def judges():  # (K, n): the filters that judge each row (a retired one no longer does)
-        rows = np.arange(n_rows) >= since
-        return judged[:, None] & ~(retired[:, None] & rows[None, :])
+        return judged[:, None] & (np.arange(n_rows)[None, :] < since[:, None])
 
     new, log_lik, z, ok = run(w)
     # a row absurd under every filter still in the bank is refused for all of them: with
@@ -279,6 +276,7 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
         new_noise = None if new_noise is None else tuple(np.asarray(a) for a in new_noise)
         accepted = ok.all(axis=1)
     alive = live.copy()
+    retired = live & (since <= n_rows)
     for k in np.flatnonzero(alive & ~retired):
         state_k = tuple(a[k] for a in new_state)
         alive[k] = bool(accepted[k]) and _is_sound(config.impl.family, state_k)
@@ -315,7 +313,7 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
         weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, :]
         path = evidence_path(np.where(alive | retired, est._log_evidence, -np.inf), weighted,
                              evidence_discount(config.model))
-        path[retired, since:] = -np.inf  # a retired filter leaves the mixture before row `since`
+        path[np.arange(path.shape[1])[None, :] >= since[:, None]] = -np.inf  # retired filters
         evidence = path[:, -1]
         if config.pit is not None:  # the mixture's PIT: each row under the weights before it
             pits = np.stack([
@@ -355,19 +353,21 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
 
 def _stream_bank(est, config, hyper, X, Y, w, noise, live):
     """One call's rows through a bank streamed filter by filter (not in closed form):
-    ``(new, log_lik, z, ok, retired, since)``, the first four with a leading K.
+    ``(new, log_lik, z, ok, since)``, the first four with a leading K.
 
     Every live filter learns every row, in one program (:func:`engine.stream` with
     ``bank=True``), except where the bank retires (:func:`~skbong._online.bank.retires`):
-    at the global step counts of :func:`~skbong._online.bank.retire_boundaries`
-    (64, 128, 256, …), if one filter alone is within
-    :data:`~skbong._online.bank.RETIRE_NATS` of the best evidence (the best), the others
-    are retired (``retired`` (K,), before row ``since``), and the rest of the call is
-    streamed through that filter alone, at the cost of one filter. A retired filter's
-    rows from ``since`` on are not learned: log density 0, output 0, every step ok; the
-    caller takes it out of the bank. Bitwise, the call is the same whatever split of
-    the rows into calls came before (the checks fall on the same global steps)."""
-    size, n_rows = int(est.batch_size), X.shape[0]
+    at the global step counts of :func:`~skbong._online.bank.retire_boundaries` (64, 256,
+    1024, …) the filters more than :data:`~skbong._online.bank.RETIRE_NATS` behind the
+    best evidence are retired, and the rest of the call is streamed through the others
+    alone (in a program of :data:`~skbong._online.bank.SUB_BANKS` filters, padded with
+    retired ones whose results are dropped; one filter left streams as a single filter).
+    ``since`` (K,): the row before which each filter was retired (n + 1 for none). A
+    retired filter's rows from there on are not learned: log density 0, output 0, every
+    step ok; the caller takes it out of the bank. Bitwise, the call is the same whatever
+    split of the rows into calls came before (the checks fall on the same global
+    steps)."""
+    size, n_rows, n_filters = int(est.batch_size), X.shape[0], len(live)
     n_steps, step0, key = -(-n_rows // size), est._n_steps, est._key(1)
     report = _progress(est, n_rows)
     retiring = bank_module.retires(est, config)
@@ -375,57 +375,64 @@ def _stream_bank(est, config, hyper, X, Y, w, noise, live):
     belief = est._engine_state(est._state, noise)
     evidence = np.where(live, est._log_evidence, -np.inf)
     sound = live.copy()  # the filters whose every step so far was accepted
-    retired, since = np.zeros(len(live), bool), n_rows
-    # the one filter left of a retired bank streams alone from the start
-    single = int(np.flatnonzero(live)[0]) if retiring and np.count_nonzero(live) == 1 else None
+    since = np.full(n_filters, n_rows + 1)  # n + 1: not retired
+    active = live.copy() if retiring else np.ones(n_filters, bool)  # the filters that stream
     pieces, start = [], 0
     while start < n_steps:
-        end = n_steps if single is not None else next((b for b in checks if b > start), n_steps)
+        end = next((b for b in checks if b > start), n_steps)
         rows = slice(start * size, min(end * size, n_rows))
+        run = bank_module.sub_bank(active)  # indices of the program's filters (None: all)
 
         def callback(done, total, offset=start):
             report(offset + done, n_steps)
 
+        sub, hyp, take = belief, hyper, None
+        if run is not None:  # one filter streams as a single filter, more as a smaller bank
+            take = run[0] if len(run) == 1 else run
+            sub = jax.tree_util.tree_map(lambda a, k=take: np.asarray(a)[k], belief)
+            hyp = _filters_of(hyper, take)
         with est._x64():
-            if single is None:
-                belief, log_lik, z, ok = engine.stream(
-                    config, belief, est._prior_mean, hyper, X[rows], Y[rows], w[rows], size,
-                    step0 + start, key, callback=report and callback, bank=True,
-                )
-            else:
-                one, hyp = jax.tree_util.tree_map(lambda a, k=single: a[k], belief), hyper
-                if np.ndim(hyper.prior_var) == 2:
-                    hyp = hyper._replace(prior_var=hyper.prior_var[single])
-                one, ll1, z1, ok1 = engine.stream(
-                    config, one, est._prior_mean, hyp, X[rows], Y[rows], w[rows], size,
-                    step0 + start, key, callback=report and callback,
-                )
-                belief = jax.tree_util.tree_map(
-                    lambda a, b, k=single: _with_row(a, k, b), belief, one
-                )
-                log_lik = np.zeros((len(live),) + ll1.shape, ll1.dtype)
-                z = np.zeros((len(live),) + np.shape(z1), np.asarray(z1).dtype)
-                ok = np.ones((len(live),) + ok1.shape, bool)
-                log_lik[single], z[single], ok[single] = ll1, z1, ok1
+            sub, log_lik, z, ok = engine.stream(
+                config, sub, est._prior_mean, hyp, X[rows], Y[rows], w[rows], size,
+                step0 + start, key, callback=report and callback, bank=take is None or np.ndim(take) != 0,
+            )
+        if run is None:
+            belief = sub
+        else:  # back into the bank's arrays; the others' rows are not learned
+            belief = jax.tree_util.tree_map(lambda a, b, k=take: _with_rows(a, k, b), belief, sub)
+            lead = np.ndim(take)  # the sub-bank's own leading axis, if any
+            outs = []
+            for a, fill in ((log_lik, 0), (np.asarray(z), 0), (ok, True)):
+                out = np.full((n_filters,) + np.shape(a)[lead:], fill, np.asarray(a).dtype)
+                out[take] = a
+                outs.append(out)
+            log_lik, z, ok = outs
         pieces.append((log_lik, np.asarray(z), ok))
-        if single is None and end in checks:
+        if end in checks:
             weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, rows]
             evidence = evidence_path(evidence, weighted, 1.0)[:, -1]
             sound &= ok.all(axis=1)
-            best = np.max(np.where(sound, evidence, -np.inf))
-            within = sound & (evidence >= best - bank_module.RETIRE_NATS)
-            if np.count_nonzero(within) == 1:
-                single = int(np.flatnonzero(within)[0])
-                retired, since = live & ~within, min(end * size, n_rows)
+            best = np.max(np.where(sound & active, evidence, -np.inf))
+            behind = active & sound & (evidence < best - bank_module.RETIRE_NATS)
+            since[behind] = min(end * size, n_rows)
+            active &= ~behind
         start = end
     log_lik, z, ok = (np.concatenate([p[i] for p in pieces], axis=1) for i in range(3))
-    return belief, log_lik, z, ok, retired, since
+    return belief, log_lik, z, ok, since
 
 
-def _with_row(a, k, row):
-    """A numpy copy of the stacked array ``a`` with its ``k``-th entry replaced by ``row``."""
+def _filters_of(hyper, take):
+    """The bank's hyperparameters of its filters ``take``: the per-filter fields (those
+    :func:`skbong.engine.filter.stream.run_bank` maps over) indexed, the shared ones kept."""
+    per_filter = {"prior_var": np.ndim(hyper.prior_var) == 2, "drift": np.ndim(hyper.drift) > 0,
+                  "lin_point": hyper.lin_point is not None}
+    return hyper._replace(**{k: getattr(hyper, k)[take] for k, on in per_filter.items() if on})
+
+
+def _with_rows(a, k, rows):
+    """A numpy copy of the stacked array ``a`` with its entries ``k`` replaced by ``rows``."""
     out = np.array(a)
-    out[k] = np.asarray(row)
+    out[k] = np.asarray(rows)
     return out
 
 
