@@ -129,3 +129,23 @@ def test_a_bank_of_small_filters_keeps_them(monkeypatch):
     X, y = _data()
     ev = _fit(X, y).log_evidence_
     assert np.all(np.isfinite(ev)) and ev.max() - ev.min() > bank.RETIRE_NATS
+
+
+def test_a_retired_filter_learns_no_more_rows(monkeypatch):
+    """At a margin that retires two of the seven filters at step 64, the five others stream
+    on in the whole bank's program, which also runs the two: their beliefs stay as they
+    were retired, and the others' are bitwise those of the bank that keeps every filter."""
+    X, y = _data()
+    monkeypatch.setattr(bank, "RETIRE_NATS", 1500.0)
+    est = _fit(X[:64], y[:64])
+    retired = np.isneginf(est.log_evidence_)
+    assert np.count_nonzero(retired) == 2
+    frozen = [a[retired].copy() for a in est._state]
+    est.partial_fit(X[64:200], y[64:200])  # no check until step 256
+    np.testing.assert_array_equal(np.isneginf(est.log_evidence_), retired)
+    for a, b in zip(est._state, frozen):
+        np.testing.assert_array_equal(a[retired], b)
+    monkeypatch.setattr(bank, "RETIRE_NATS", np.inf)
+    kept = _fit(X[:200], y[:200])
+    for a, b in zip(est._state, kept._state):
+        np.testing.assert_array_equal(a[~retired], b[~retired])

@@ -698,6 +698,14 @@ MUTANTS = [
         "the bank keeps only the best filters at each check, however close the others",
     ),
     Mutant(
+        "retired-filter-learns-on",
+        "skbong/_online/stream.py",
+        "        if idle.any():  # those the program ran (the whole bank, or padding) are undone\n",
+        "        if False:\n",
+        ("tests/test_bank_retire.py",),
+        "a retired filter the whole bank's program runs keeps learning (and judging) rows",
+    ),
+    Mutant(
         "retired-filter-keeps-evidence",
         "skbong/_online/stream.py",
         "        path[np.arange(path.shape[1])[None, :] >= since[:, None]] = -np.inf  # retired filters\n",

@@ -200,8 +200,7 @@ def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
         k = bank_reference(est, live)
         state = tuple(a[k] for a in est._state)
         run_noise = None if noise is None else tuple(a[k] for a in noise)
-        if np.ndim(hyper.prior_var) == 2:
-            run_hyper = hyper._replace(prior_var=hyper.prior_var[k])
+        run_hyper = _filters_of(hyper, k)
     judged = np.ones(1, bool) if conjugate else live  # the filters the rows are judged by
 
     since = np.full(len(live), n_rows + 1)  # filter k retired before row since[k] (n + 1: none)
@@ -363,8 +362,9 @@ def _stream_bank(est, config, hyper, X, Y, w, noise, live):
     alone (in a program of :data:`~skbong._online.bank.SUB_BANKS` filters, padded with
     retired ones whose results are dropped; one filter left streams as a single filter).
     ``since`` (K,): the row before which each filter was retired (n + 1 for none). A
-    retired filter's rows from there on are not learned: log density 0, output 0, every
-    step ok; the caller takes it out of the bank. Bitwise, the call is the same whatever
+    retired filter's rows from there on are not learned (its belief stays as it was
+    retired, also where the whole bank's program or a padded one ran it): log density 0,
+    output 0, every step ok; the caller takes it out of the bank. Bitwise, the call is the same whatever
     split of the rows into calls came before (the checks fall on the same global
     steps)."""
     size, n_rows, n_filters = int(est.batch_size), X.shape[0], len(live)
@@ -396,17 +396,21 @@ def _stream_bank(est, config, hyper, X, Y, w, noise, live):
                 config, sub, est._prior_mean, hyp, X[rows], Y[rows], w[rows], size,
                 step0 + start, key, callback=report and callback, bank=take is None or np.ndim(take) != 0,
             )
-        if run is None:
-            belief = sub
-        else:  # back into the bank's arrays; the others' rows are not learned
-            belief = jax.tree_util.tree_map(lambda a, b, k=take: _with_rows(a, k, b), belief, sub)
-            lead = np.ndim(take)  # the sub-bank's own leading axis, if any
-            outs = []
-            for a, fill in ((log_lik, 0), (np.asarray(z), 0), (ok, True)):
-                out = np.full((n_filters,) + np.shape(a)[lead:], fill, np.asarray(a).dtype)
-                out[take] = a
-                outs.append(out)
-            log_lik, z, ok = outs
+        if run is not None:  # scattered back onto the bank's axis
+            sub = jax.tree_util.tree_map(lambda a, b, k=take: _with_rows(a, k, b), belief, sub)
+            log_lik, z, ok = (
+                _with_rows(np.zeros((n_filters,) + np.shape(a)[np.ndim(take):], np.asarray(a).dtype), take, a)
+                for a in (log_lik, z, ok)
+            )
+        idle = ~active  # retired filters: the segment's rows are not theirs
+        if idle.any():  # those the program ran (the whole bank, or padding) are undone
+            sub = jax.tree_util.tree_map(
+                lambda new, old, i=idle: _with_rows(new, i, np.asarray(old)[i]), sub, belief
+            )
+            log_lik = np.where(idle[:, None], 0, log_lik)
+            z = np.where(idle[:, None, None], 0, z)
+            ok = np.where(idle[:, None], True, ok)
+        belief = sub
         pieces.append((log_lik, np.asarray(z), ok))
         if end in checks:
             weighted = np.nan_to_num(log_lik.astype(np.float64)) * w[None, rows]
