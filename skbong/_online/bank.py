@@ -158,11 +158,11 @@ def evidence_path(log_evidence, log_lik, delta):
 
 def retires(est, config):
     """Whether the bank retires the filters that fall :data:`RETIRE_NATS` behind the
-    best, so that once one filter alone is left the rows are streamed through it alone
-    (:func:`skbong._online.stream._stream_bank`): a static bank (no drift, no process
-    noise, no drift bank) of the linear model (undiscounted evidence, the log marginal
-    likelihood, whose gaps do not close by forgetting) with a likelihood that has no
-    closed form (Bernoulli, categorical, Poisson; the Gaussian's conjugate bank is cheap
+    best, so that the rows are streamed through the others alone, in a program of
+    :data:`SUB_BANKS` filters or as one filter (:func:`skbong._online.stream._stream_bank`):
+    a static bank (no drift, no process noise, no drift bank) of the linear model
+    (undiscounted evidence, the log marginal likelihood, whose gaps do not close by
+    forgetting) with a likelihood that has no closed form (Bernoulli, categorical, Poisson; the Gaussian's conjugate bank is cheap
     already, and keeps every filter for its calibration and checks), of at least
     :data:`RETIRE_MIN_PARAMS` parameters."""
     return (
