@@ -110,7 +110,7 @@ class VariationalRegressor(RegressorMixin, VariationalBase):
         Most epochs of ``fit``. A fit that reaches it before its stopping rule (``tol``,
         ``n_iter_no_change``, ``rate_drops``) is met warns (``ConvergenceWarning``); on
         the UCI regression sets the default (50,) network stopped by the rule after
-        129–761 epochs (see :ref:`batch-defaults`).
+        128–920 epochs over their 20 published splits (see :ref:`batch-defaults`).
     batch_size : int, default=32
         M, rows per mini-batch.
     shuffle : bool, default=True
