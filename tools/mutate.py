@@ -690,6 +690,22 @@ MUTANTS = [
     ),
     # ------------------------------------------------------------ skbong/_online/stream.py
     Mutant(
+        "refined-bank-keeps-prequential-evidence",
+        "skbong/_online/stream.py",
+        "    if passes and est._log_evidence is not None:\n        _laplace_weights(",
+        "    if False:\n        _laplace_weights(",
+        ("tests/test_refine.py", "-k", "laplace_evidence or order_of_the_rows"),
+        "a refined bank keeps the one pass's evidence, scored along the order of the rows",
+    ),
+    Mutant(
+        "refine-never-damps",
+        "skbong/_online/stream.py",
+        "REFINE_HALVINGS = 10\n",
+        "REFINE_HALVINGS = 0\n",
+        ("tests/test_refine.py", "-k", "laplace_evidence"),
+        "a filter whose Newton pass overshot keeps its one-pass mean instead of a shorter step",
+    ),
+    Mutant(
         "retire-without-margin",
         "skbong/_online/stream.py",
         "            behind = active & sound & (evidence < best - bank_module.RETIRE_NATS)\n",
@@ -1199,6 +1215,22 @@ MUTANTS = [
         "predict_logpmf's output moments run unbounded blocks of Jacobians",
     ),
     # -------------------------------------------------------------- skbong/_online/bank.py
+    Mutant(
+        "laplace-evidence-without-logdet",
+        "skbong/_online/bank.py",
+        "    return np.where(sign > 0, value + 0.5 * logdet, -np.inf)",
+        "    return np.where(sign > 0, value, -np.inf)",
+        ("tests/test_refine.py", "-k", "laplace_evidence"),
+        "Laplace's evidence without the ½ log |Σ| of the posterior's volume",
+    ),
+    Mutant(
+        "laplace-evidence-without-prior-normaliser",
+        "skbong/_online/bank.py",
+        "    value = np.asarray(log_joint, np.float64) - 0.5 * np.sum(np.log(prior_var), axis=-1)",
+        "    value = np.asarray(log_joint, np.float64)",
+        ("tests/test_refine.py", "-k", "laplace_evidence"),
+        "Laplace's evidence without the prior's normaliser −½ Σ log σ₀²",
+    ),
     Mutant(
         "retire-drifting-banks",
         "skbong/_online/bank.py",

@@ -226,6 +226,24 @@ def auto_prior(est):
     return models.ONE_PASS_NETWORK_PRIOR_VARIANCE if one_pass else models.NETWORK_PRIOR_VARIANCE
 
 
+def laplace_evidence(log_joint, prior_var, cov):
+    """Each filter's log marginal likelihood of the rows of ``fit`` by Laplace's method at
+    its fitted posterior N(μ, Σ), (K,):
+
+        log p(D) ≈ log p(D | μ) + log N(μ; μ₀, diag σ₀²) + ½ log |2π Σ|,
+
+    exact for a Gaussian log posterior and, at the mode with Σ the inverse Hessian, the
+    evidence approximation of MacKay ("The evidence framework applied to classification
+    networks", Neural Computation 4, 1992; Bishop, *Pattern Recognition and Machine
+    Learning*, eq. 4.137). ``log_joint`` (K,) is log p(D | μ) − ½ Σⱼ (μⱼ − μ₀ⱼ)² / σ₀ⱼ²
+    (:func:`~skbong.engine.filter.curvature.log_joint`), ``prior_var`` the σ₀² (K, P)
+    and ``cov`` the Σ (K, P, P); the (P/2) log 2π of the prior's normaliser and of |2π Σ|
+    cancel. −inf where Σ is not positive definite."""
+    sign, logdet = np.linalg.slogdet(np.asarray(cov, np.float64))
+    value = np.asarray(log_joint, np.float64) - 0.5 * np.sum(np.log(prior_var), axis=-1)
+    return np.where(sign > 0, value + 0.5 * logdet, -np.inf)
+
+
 def filter_weights(est):
     """Posterior weight of every filter of the bank, (K,): the softmax of the log
     evidence (zero for a dropped filter)."""

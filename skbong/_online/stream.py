@@ -74,6 +74,10 @@ refused, a diverging stream); any other warning raised during a pass is passed o
 the caller and the pass is judged by its log posterior alone."""
 
 
+REFINE_HALVINGS = 10
+"""How often ``fit``'s passes halve a filter's step that did not raise its log posterior
+(:func:`_damped`) before the filter keeps its belief: steps down to 2⁻¹⁰ of Newton's."""
+
 BELOW_PRIOR_NATS = 0.1
 """Nats per row by which a fitted linear classifier's log posterior on its rows may fall
 below the prior mean's before ``fit`` warns (:class:`~skbong.exceptions.DivergenceWarning`):
@@ -1035,6 +1039,8 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
         est._lin_point = None
         value = None if why is not None else _log_joint(est, config, X, Y, w, obs_var)
         better = None if value is None else value > best
+        if value is not None and not better.all():
+            value, better = _damped(est, config, X, Y, w, obs_var, point, value, best)
         if value is None or not better.any():
             est.__dict__.clear()
             est.__dict__.update(kept)
@@ -1054,8 +1060,57 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
         moved = np.abs(np.atleast_2d(est._state[0]) - np.atleast_2d(point))[better]
         if np.max(moved) <= REFINE_TOL * (1.0 + np.max(np.abs(point))):
             break
+    if passes and est._log_evidence is not None:
+        _laplace_weights(est, config, current, fresh)
     if judged:
         _judge_against_prior(est, config, current, at_prior, float(np.sum(w)))
+
+
+def _laplace_weights(est, config, log_joint, fresh):
+    """A refined bank's evidence of the rows of ``fit``: Laplace's, at each live filter's
+    fitted posterior (:func:`~skbong._online.bank.laplace_evidence`; ``log_joint`` (K,)
+    at its mean), in place of the sum of the first pass's one-step predictive
+    densities. That sum scores each filter by its predictions along the pass, before it
+    had seen the rows; the passes leave each filter at its mode with its Laplace
+    precision, whose evidence scores the prior variance by the fitted model (the
+    evidence framework), whatever the order of the rows. A retired or dropped filter
+    stays out."""
+    before = fresh.get("_log_evidence")
+    before = np.zeros_like(est._log_evidence) if before is None else before
+    prior_var = np.broadcast_to(est._prior_variances(config), np.shape(est._state[0]))
+    laplace = bank_module.laplace_evidence(log_joint, prior_var, est._state[1])
+    live = np.isfinite(est._log_evidence) & np.isfinite(laplace)
+    if live.any():
+        est._log_evidence = np.where(live, before + laplace, -np.inf)
+        est._publish(config)
+
+
+def _damped(est, config, X, Y, w, obs_var, point, value, best):
+    """Backtracking for the filters whose pass did not raise their log posterior above
+    ``best`` (an undamped Newton step from θ̄ = ``point`` overshot): each takes the mean
+    θ̄ + t (μ − θ̄) at the first t of ½, ¼, … (:data:`REFINE_HALVINGS` of them) that
+    does, with the pass's covariance; the next pass linearises there. On a concave log
+    posterior (a GLM with canonical link) the Newton direction μ − θ̄ ascends, so a
+    small enough step succeeds and the passes go on to the mode. Returns the log
+    posterior at each filter's mean and which filters improved."""
+    shape = np.shape(est._state[0])
+    new, point = np.atleast_2d(est._state[0]), np.atleast_2d(point)
+    means, value = new.copy(), value.copy()
+    todo = ~(value > best)
+    step = 1.0
+    for _ in range(REFINE_HALVINGS):
+        step /= 2
+        trial = point + step * (new - point)
+        at = _log_joint(est, config, X, Y, w, obs_var, means=trial)
+        found = todo & (at > best)
+        means[found], value[found] = trial[found], at[found]
+        todo &= ~found
+        if not todo.any():
+            break
+    if not np.array_equal(means, new):
+        est._state = (means.reshape(shape), *est._state[1:])
+        est._publish(config)
+    return value, ~todo
 
 
 def _judge_against_prior(est, config, value, at_prior, n_rows):
