@@ -820,9 +820,9 @@ MUTANTS = [
     Mutant(
         "refine-keeps-no-filter",
         "skbong/_online/stream.py",
-        "            _keep_filters(est, better, kept, config)\n",
-        "            pass\n",
-        ("tests/test_refine.py", "-k", "each_filter_of_the_bank"),
+        "            np.where(better.reshape((-1,) + (1,) * (a.ndim - 1)), a, b).reshape(shape)\n",
+        "            a.reshape(shape)\n",
+        ("tests/test_refine.py", "-k", "each_filter_of_the_bank or not_kept"),
         "refine: a bank filter whose pass lowered its log posterior takes that pass anyway",
     ),
     Mutant(
@@ -1213,6 +1213,23 @@ MUTANTS = [
         "                X, engine.predictive.predict_output_moments, state=state, jacobians=0",
         ("tests/test_integration.py", "-k", "poisson_linearised"),
         "predict_logpmf's output moments run unbounded blocks of Jacobians",
+    ),
+    # ------------------------------------------------------ skbong/engine/filter/newton.py
+    Mutant(
+        "newton-prior-variance-as-precision",
+        "skbong/engine/filter/newton.py",
+        "    prec = gram + jnp.diag(1.0 / prior_var)",
+        "    prec = gram + jnp.diag(prior_var)",
+        ("tests/test_refine.py", "-k", "laplace_evidence or newton_step"),
+        "the closed-form pass adds the prior's variances to the precision, not their inverse",
+    ),
+    Mutant(
+        "newton-gradient-of-the-last-block",
+        "skbong/engine/filter/newton.py",
+        "        return acc[0] + curv.factor @ curv.factor.T, acc[1] + g",
+        "        return acc[0] + curv.factor @ curv.factor.T, g",
+        ("tests/test_refine.py", "-k", "newton_step"),
+        "the closed-form pass keeps the last block's gradient instead of the sum",
     ),
     # -------------------------------------------------------------- skbong/_online/bank.py
     Mutant(

@@ -322,7 +322,12 @@ def log_evidence(est):
     row, see :func:`evidence_discount`); ``-inf`` for a dropped filter, and for a
     retired one: at the steps 64, 256, 1024, … a static bank of the linear classifier or
     count model (of at least :data:`RETIRE_MIN_PARAMS` parameters) retires the filters
-    more than :data:`RETIRE_NATS` (40) behind the best evidence (:func:`retires`)."""
+    more than :data:`RETIRE_NATS` (40) behind the best evidence (:func:`retires`). After
+    ``fit``'s further passes (``refine``: the linear classifier and count model with the
+    full covariance) the rows of ``fit`` are scored instead by Laplace's evidence at each
+    filter's fitted mode (:func:`laplace_evidence`), and the rows of later
+    ``partial_fit`` calls add their one-step predictive densities to it (the chain
+    rule)."""
     _require_bank(est, "log_evidence_")
     return est._log_evidence.copy()
 

@@ -337,14 +337,12 @@ class BongBase(BeliefBase):
         dt = self._jax_dtype()
         spec = self._bank_spec()
         drift = spec.grid()[1] if spec.learns_drift else spec.drifts[0]
-        point = getattr(self, "_lin_point", None)  # fit's further passes (_refine)
         return engine.Hyper(
             prior_var=self._prior_variances(config, stationary=True).astype(dt),
             obs_var=np.asarray(obs_var, dt),
             learning_rate=np.asarray(self.learning_rate, dt),
             drift=np.asarray(drift, dt),
             process_noise=np.asarray(self.process_noise, dt),
-            lin_point=None if point is None else point.astype(dt),
         )
 
     # ------------------------------------------------------------ the belief

@@ -94,7 +94,8 @@ class BongClassifier(ClassifierMixin, BongBase):
         σ₀² ∈ {10⁻³, …, 10³} weighted by their online evidence (``prior_weights_``;
         discounted by 0.99 per row for networks).
         ``"auto"`` (the default) is ``"bank"`` for the linear model, whose evidence is its
-        online marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and for
+        marginal likelihood (empirical Bayes, as in ``BayesianRidge``; after ``fit``'s
+        passes, ``refine``, Laplace's at each filter's mode), and for
         the built-in networks (where the bank costs about ten filters' time) 10, or 3
         where the first rows are learned in one pass (``partial_fit``, ``passes=1``: the
         one-pass step overshoots from a broader prior), and 1 for user models (whose
@@ -158,9 +159,14 @@ class BongClassifier(ClassifierMixin, BongBase):
         Further passes ``fit`` may take over its rows (the iterated filter): each starts
         again from the prior and linearises the likelihood at the previous pass's mean,
         one Newton (IRLS) step on the log posterior, until the mean stops moving; a pass
-        that would lower the log posterior is not kept, and a one-pass mean below the
-        prior mean's log posterior (an overshoot) is refined from the prior mean. With
-        ``refine`` > 0 a linear model whose fitted mean stays below it warns
+        that would lower the log posterior is shortened (halved up to ten times) or not
+        kept; the first pass runs from the one-pass mean and from the prior mean, and
+        each filter goes on from the better result. A bank's
+        filters are then weighed by Laplace's evidence at their modes (the evidence
+        framework: the rows as a set, not the first pass's predictions along their
+        order). With
+        ``refine`` > 0 a linear model whose fitted mean explains the rows worse than the
+        prior mean warns
         (``DivergenceWarning``; a bank drops such filters).
         Where they converge the
         posterior is the Laplace approximation at the mode, which one pass of the
@@ -225,7 +231,7 @@ class BongClassifier(ClassifierMixin, BongBase):
         The bank's drifts and their posterior weights (``drift="auto"``).
     bank_grid_ : ndarray of shape (K, 2)
         Prior variance and drift of each filter of the bank, aligned with
-        ``log_evidence_`` (K,), each filter's online evidence.
+        ``log_evidence_`` (K,), each filter's log evidence.
 
     See Also
     --------

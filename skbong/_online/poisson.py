@@ -73,7 +73,8 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         log-rate), or ``"bank"`` for a bank of prior variances weighted by their
         one-step-ahead (plug-in) predictive log-likelihood.
         ``"auto"`` (the default) is ``"bank"`` for the linear model, whose evidence is its
-        online marginal likelihood (empirical Bayes, as in ``BayesianRidge``), and for
+        marginal likelihood (empirical Bayes, as in ``BayesianRidge``; after ``fit``'s
+        passes, ``refine``, Laplace's at each filter's mode), and for
         the built-in networks (where the bank costs about ten filters' time) 10, or 3
         where the first rows are learned in one pass (``partial_fit``, ``passes=1``: the
         one-pass step overshoots from a broader prior), and 1 for user models (whose
@@ -119,9 +120,12 @@ class BongPoissonRegressor(RegressorMixin, BongBase):
         Further passes ``fit`` may take over its rows (the iterated filter): each starts
         again from the prior and linearises the likelihood at the previous pass's mean,
         one Newton (IRLS) step on the log posterior, until the mean stops moving; a pass
-        that would lower the log posterior is not kept, and a one-pass mean below the
-        prior mean's log posterior (an overshoot) is refined from the prior mean. With
-        ``refine`` > 0 a linear model whose fitted mean stays below it warns
+        that would lower the log posterior is shortened (halved up to ten times) or not
+        kept; the first pass runs from the one-pass mean and from the prior mean, and
+        each filter goes on from the better result. A bank's
+        filters are then weighed by Laplace's evidence at their modes. With
+        ``refine`` > 0 a linear model whose fitted mean explains the rows worse than the
+        prior mean warns
         (``DivergenceWarning``; a bank drops such filters).
         Where they converge the
         posterior is the Laplace approximation at the mode, which one pass of the

@@ -25,6 +25,7 @@ from sklearn.utils.validation import _check_sample_weight, validate_data
 from .. import engine
 from .._core import inputs as _inputs
 from .._core.guard import _check_not_forked
+from ..engine.filter import newton as _newton
 from ..exceptions import (
     DivergenceWarning,
     NonFiniteUpdateError,
@@ -37,8 +38,8 @@ from . import conjugate as _conjugate
 from .bank import _MIN_WEIGHT, evidence_discount, evidence_path
 
 REFINE_TOL = 1e-4
-"""``fit``'s further passes stop once the mean moves by at most this, relative to
-1 + max |θ̄| (:func:`_refine`)."""
+"""A filter of ``fit``'s further passes stops once its mean moves by at most this,
+relative to 1 + max |θ̄| (:func:`_refine`)."""
 
 DIVERGENCE_MIN_ROWS = 20
 """A call's rows of nonzero weight below which no divergence is diagnosed."""
@@ -432,8 +433,7 @@ def _stream_bank(est, config, hyper, X, Y, w, noise, live):
 def _filters_of(hyper, take):
     """The bank's hyperparameters of its filters ``take``: the per-filter fields (those
     :func:`skbong.engine.filter.stream.run_bank` maps over) indexed, the shared ones kept."""
-    per_filter = {"prior_var": np.ndim(hyper.prior_var) == 2, "drift": np.ndim(hyper.drift) > 0,
-                  "lin_point": hyper.lin_point is not None}
+    per_filter = {"prior_var": np.ndim(hyper.prior_var) == 2, "drift": np.ndim(hyper.drift) > 0}
     return hyper._replace(**{k: getattr(hyper, k)[take] for k, on in per_filter.items() if on})
 
 
@@ -466,7 +466,6 @@ def conjugate_bank(est, config, X, w):
         and (not config.learn_noise or (config.noise_discount == 1.0 and config.noise_coupled))
         and est._dtype_name() == "float64"
         and int(est.batch_size) == 1
-        and getattr(est, "_lin_point", None) is None
         and X.shape[0] > 2 * n_params
         and np.all((w == 0) | (w == 1))
     )
@@ -977,22 +976,73 @@ def _log_joint(est, config, X, Y, w, obs_var, means=None):
     return np.asarray(value, np.float64)
 
 
+def _newton_pass(est, config, X, Y, w, obs_var, points, take=None):
+    """One pass of the iterated filter for each filter, linearised at its ``points`` row
+    (K', P), from the prior, in closed form (:mod:`skbong.engine.filter.newton`): the
+    means (K', P), covariances (K', P, P) and whether each is a usable belief (K',).
+    ``take`` (K',): the filter whose prior each row of ``points`` has (default: row k's
+    is filter k's)."""
+    dt = est._jax_dtype()
+    points = np.asarray(points, dt)
+    k, p = points.shape
+    take = np.arange(k) if take is None else take
+    n_filters = np.shape(np.atleast_2d(est._state[0]))[0]
+
+    def prior(a):
+        return np.ascontiguousarray(np.broadcast_to(a, (n_filters, p))[take], dt)
+
+    means0, prior_var = prior(est._prior_mean), prior(est._prior_variances(config))
+    rows = (_inputs.engine_inputs(est, X).astype(dt, copy=False), Y.astype(dt, copy=False),
+            np.asarray(w, dt))
+    size = _newton.BLOCK_ROWS
+    n_blocks = -(-X.shape[0] // size)
+    with est._x64():
+        carry = (np.zeros((k, p, p), dt), np.zeros((k, p), dt))
+        start = 0
+        for length in engine.filter.stream.chunk_plan(n_blocks):
+            blocks = [engine.filter.stream.step_buffer(a, start, length, size) for a in rows]
+            carry = _newton.newton_sums(
+                config, points, means0, carry, *blocks, np.asarray(obs_var, dt), length
+            )
+            start += length
+        mean, cov, ok = _newton.newton_solve(means0, prior_var, *carry)
+        return np.asarray(mean), np.asarray(cov), np.asarray(ok)
+
+
+def _first_pass(est, config, X, Y, w, obs_var, onepass, prior_mean):
+    """The first further pass of each filter from its one-pass mean and from the prior
+    mean, in one program (2K filters): per filter the start whose result has the
+    higher log posterior, and that result, ``(point, mean, cov, ok)``."""
+    k = onepass.shape[0]
+    starts = np.concatenate([onepass, prior_mean])
+    mean, cov, ok = _newton_pass(est, config, X, Y, w, obs_var, starts, np.tile(np.arange(k), 2))
+    value = [np.where(ok[i], _log_joint(est, config, X, Y, w, obs_var, means=mean[i]), -np.inf)
+             for i in (slice(None, k), slice(k, None))]
+    prior = value[1] > value[0]
+    pick = np.arange(k) + k * prior
+    return np.where(prior[:, None], prior_mean, onepass), mean[pick], cov[pick], ok[pick]
+
+
 def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
     """``fit``'s further passes: the iterated filter (:func:`~skbong.engine.filter.curvature.lin_hess`).
 
     Each pass starts again from the prior ``fresh`` (the estimator as it was before
     the first pass) and learns every row with the likelihood linearised at the
     previous pass's mean θ̄ (per filter of a bank), not at the moving mean: one
-    Gauss–Newton (for these GLMs Newton / IRLS) step on the log posterior. A filter
-    keeps a pass only if it raises its log posterior (an undamped Newton step from
-    far away can overshoot); the others stay as they were. The passes stop when no
-    kept mean moves by more than :data:`REFINE_TOL` (relative), when no filter
-    improves, after ``refine`` passes, or at a pass that warns or fails, which is not
-    kept (a warning says why). So the result is never a worse mode estimate than one
-    pass, and where the passes converge it is the mode with its Laplace-GGN
-    precision. A filter whose one pass ended below the prior mean's log posterior
-    takes its first pass linearised at the prior mean instead. With ``refine`` > 0
-    the linear model's result is then judged against the prior mean
+    Gauss–Newton (for these GLMs Newton / IRLS) step on the log posterior, which for
+    the full covariance is the prior conditioned on the rows' expansions in any order,
+    computed in closed form (:mod:`skbong.engine.filter.newton`). A filter keeps a pass
+    only if it raises its log posterior (an undamped Newton step from far away can
+    overshoot): else its step is shortened (:func:`_damped`), and if no shorter step
+    helps the filter stays as it was. A filter takes no further pass once its step is
+    within :data:`REFINE_TOL` (relative) or no step raises its log posterior; the passes
+    stop when no filter is left, or after ``refine`` passes; a pass whose result is not a finite positive-definite belief for any
+    filter is not kept, and a warning says so. So the result is never a worse mode
+    estimate than one pass, and where the passes converge it is the mode with its
+    Laplace-GGN precision. The first pass runs from the one-pass mean and from the
+    prior mean, and each filter goes on from the better result (:func:`_first_pass`). A bank's
+    filters are then weighed by Laplace's evidence (:func:`_laplace_weights`). With
+    ``refine`` > 0 the linear model's result is then judged against the prior mean
     (:func:`_judge_against_prior`). ``n_refine_passes_`` counts the passes that
     changed the posterior."""
     if "refine" not in est._parameter_constraints:  # the regressor: one pass is exact
@@ -1006,59 +1056,65 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
         return
     w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
     best = _log_joint(est, config, X, Y, w, obs_var)
-    # a filter whose one pass ended below the log posterior of the prior mean (an
-    # early step overshot: a broad prior along a row the belief already predicted
-    # with certainty) takes its first pass from the prior mean, where the posterior's
-    # curvature is not saturated, and must beat that value to be kept
+    # the first pass runs from the one-pass mean and from the prior mean, and each
+    # filter goes on from the better result: where the one pass overshot (a broad prior
+    # along a row the belief already predicted with certainty), or where a few rows
+    # of large leverage leave its mean where Newton's quadratic model is poor, the
+    # step from the prior mean, where no probability is saturated, is the better one
     onepass = np.atleast_2d(est._state[0])
     prior_mean = np.broadcast_to(est._prior_mean, onepass.shape)
     at_prior = _log_joint(est, config, X, Y, w, obs_var, means=prior_mean)
-    restart = at_prior > best
     current = best.copy()  # each filter's log posterior at its kept mean
     best = np.maximum(best, at_prior)
+    shapes = [np.shape(a) for a in est._state]
+    size = onepass.shape  # (K, P): filters first, one filter included
+
+    def stacked(state):
+        return np.reshape(state[0], size), np.reshape(state[1], size + size[-1:])
+
+    active = np.ones(size[0], bool)  # the filters still moving towards their modes
     for k in range(passes):
-        kept, point = est.__dict__.copy(), np.asarray(est._state[0])
-        if k == 0 and restart.any():
-            point = np.where(restart[:, None], prior_mean, onepass).reshape(point.shape)
-        est.__dict__.clear()
-        est.__dict__.update(fresh)
-        est._lin_point = point
-        why = None
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                learn(est, config, X, Y, sample_weight, obs_var)
-            failed = [c for c in caught if issubclass(c.category, PASS_FAILURES)]
-            for c in caught:  # another's warning (a library's, the program cache's)
-                if c not in failed:  # says nothing of the pass: passed on
-                    warnings.warn_explicit(c.message, c.category, c.filename, c.lineno)
-            if failed:
-                why = str(failed[0].message)
-        except NonFiniteUpdateError as exc:
-            why = str(exc)
-        est._lin_point = None
-        value = None if why is not None else _log_joint(est, config, X, Y, w, obs_var)
-        better = None if value is None else value > best
-        if value is not None and not better.all():
-            value, better = _damped(est, config, X, Y, w, obs_var, point, value, best)
-        if value is None or not better.any():
-            est.__dict__.clear()
-            est.__dict__.update(kept)
-            if why is not None:
-                warnings.warn(
-                    f"{type(est).__name__}: fit kept {k} of up to {passes} further "
-                    f"passes (refine): pass {k + 1} was not kept, {why}",
-                    ConvergenceWarning,
-                    stacklevel=4,
-                )
+        kept = stacked(est._state)
+        if k == 0:
+            point, mean, cov, ok = _first_pass(est, config, X, Y, w, obs_var, onepass, prior_mean)
+        else:
+            point = kept[0]
+            mean, cov, ok = _newton_pass(est, config, X, Y, w, obs_var, point)
+        ok = ok & active
+        if not ok.any():
+            warnings.warn(
+                f"{type(est).__name__}: fit kept {k} of up to {passes} further passes "
+                f"(refine): pass {k + 1} was not kept, it gave a non-finite or not "
+                f"positive-definite posterior (family={config.family!r}, "
+                f"{est._dtype_name()})",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
             break
-        if not better.all():  # the filters whose pass overshot keep their belief
-            _keep_filters(est, better, kept, config)
+        # a filter whose step is within the tolerance has converged: it takes the step
+        # if that raises its log posterior, and no further pass
+        step = np.max(np.abs(mean.reshape(size) - point), axis=1)
+        converged = step <= REFINE_TOL * (1.0 + np.max(np.abs(point), axis=1))
+        est._state = (mean.reshape(shapes[0]), cov.reshape(shapes[1]))
+        value = np.where(ok, _log_joint(est, config, X, Y, w, obs_var), -np.inf)
+        better = value > best
+        if not better.all():
+            value, better = _damped(est, config, X, Y, w, obs_var, point, value, best,
+                                    ok & ~converged)
+        # the filters whose pass did not help keep their belief
+        new = stacked(est._state)
+        est._state = tuple(
+            np.where(better.reshape((-1,) + (1,) * (a.ndim - 1)), a, b).reshape(shape)
+            for a, b, shape in zip(new, kept, shapes)
+        )
+        active &= better & ~converged
+        if not better.any():
+            break
+        est._publish(config)
         best = np.where(better, value, best)
         current = np.where(better, value, current)
         est.n_refine_passes_ = k + 1
-        moved = np.abs(np.atleast_2d(est._state[0]) - np.atleast_2d(point))[better]
-        if np.max(moved) <= REFINE_TOL * (1.0 + np.max(np.abs(point))):
+        if not active.any():
             break
     if passes and est._log_evidence is not None:
         _laplace_weights(est, config, current, fresh)
@@ -1085,9 +1141,10 @@ def _laplace_weights(est, config, log_joint, fresh):
         est._publish(config)
 
 
-def _damped(est, config, X, Y, w, obs_var, point, value, best):
-    """Backtracking for the filters whose pass did not raise their log posterior above
-    ``best`` (an undamped Newton step from θ̄ = ``point`` overshot): each takes the mean
+def _damped(est, config, X, Y, w, obs_var, point, value, best, ok):
+    """Backtracking for the filters whose pass gave a usable belief (``ok``) that did not
+    raise their log posterior above ``best`` (an undamped Newton step from θ̄ =
+    ``point`` overshot): each takes the mean
     θ̄ + t (μ − θ̄) at the first t of ½, ¼, … (:data:`REFINE_HALVINGS` of them) that
     does, with the pass's covariance; the next pass linearises there. On a concave log
     posterior (a GLM with canonical link) the Newton direction μ − θ̄ ascends, so a
@@ -1096,21 +1153,20 @@ def _damped(est, config, X, Y, w, obs_var, point, value, best):
     shape = np.shape(est._state[0])
     new, point = np.atleast_2d(est._state[0]), np.atleast_2d(point)
     means, value = new.copy(), value.copy()
-    todo = ~(value > best)
+    todo = ok & ~(value > best)
     step = 1.0
     for _ in range(REFINE_HALVINGS):
+        if not todo.any():
+            break
         step /= 2
         trial = point + step * (new - point)
         at = _log_joint(est, config, X, Y, w, obs_var, means=trial)
         found = todo & (at > best)
         means[found], value[found] = trial[found], at[found]
         todo &= ~found
-        if not todo.any():
-            break
     if not np.array_equal(means, new):
         est._state = (means.reshape(shape), *est._state[1:])
-        est._publish(config)
-    return value, ~todo
+    return value, value > best
 
 
 def _judge_against_prior(est, config, value, at_prior, n_rows):
@@ -1155,19 +1211,6 @@ def _judge_against_prior(est, config, value, at_prior, n_rows):
         DivergenceWarning,
         stacklevel=5,
     )
-
-
-def _keep_filters(est, better, kept, config):
-    """Take the belief (and a bank's evidence) of the filters where ``better`` is false
-    from the estimator's attributes ``kept``, and publish the result."""
-    old = kept["_state"]
-    est._state = tuple(
-        np.where(better.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
-        for a, b in zip(est._state, old)
-    )
-    if est._log_evidence is not None:
-        est._log_evidence = np.where(better, est._log_evidence, kept["_log_evidence"])
-    est._publish(config)
 
 
 def _is_plain_batch(est, X, y):

@@ -33,9 +33,6 @@ class Hyper(NamedTuple):
         γ ∈ (0, 1], the Ornstein–Uhlenbeck decay toward the prior.
     process_noise : scalar
         q ≥ 0, isotropic process noise added in the predict step.
-    lin_point : (P,) or None
-        Where LIN-HESS linearises: ``None``, at the current mean (the paper's filter);
-        a fixed point θ̄, the iterated filter's pass (:func:`~.curvature.lin_hess`).
     """
 
     prior_var: Any
@@ -43,7 +40,6 @@ class Hyper(NamedTuple):
     learning_rate: Any
     drift: Any
     process_noise: Any
-    lin_point: Any = None
 
 
 class Curv(NamedTuple):

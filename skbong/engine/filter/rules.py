@@ -51,17 +51,14 @@ def update(config, predicted, x, y, w, hyper, key):
     alpha = 1.0 if rule.unit_rate else hyper.learning_rate
     prior = predicted if rule.kl else None
     n_steps = config.n_iter if rule.kl else 1
-    at = _lin_point(hyper)
-    # an iterated pass's step is exact conditioning on a quadratic term: it cannot
-    # overshoot, and a damped step would no longer condition on it
-    backtrack = config.backtrack and not at
+    backtrack = config.backtrack
     guard = None
     if backtrack and lik.guarded and not rule.kl:
         guard = _no_overshoot(config, predicted, x, y, w, hyper.obs_var)
 
     def inner(i, state):
         g, curv = estimate(
-            config, family, state, x, y, w, hyper.obs_var, jax.random.fold_in(key, i), **at
+            config, family, state, x, y, w, hyper.obs_var, jax.random.fold_in(key, i)
         )
         if not backtrack:
             return step(state, prior, g, curv, alpha)
@@ -96,16 +93,10 @@ def checked_update(config, state, x, y, w, hyper, key, keep, bound, finish=None)
     (``finish``: the learned noise's update, see :attr:`~.families.base.Family.checked_ngd`)."""
     family, _, _, estimate = config.impl
     g, curv = estimate(
-        config, family, state, x, y, w, hyper.obs_var, jax.random.fold_in(key, 0),
-        **_lin_point(hyper),
+        config, family, state, x, y, w, hyper.obs_var, jax.random.fold_in(key, 0)
     )
     return family.checked_ngd(state, g, curv, keep, bound, finish)
 
-
-def _lin_point(hyper):
-    """The estimator's keyword for an iterated filter's linearisation point
-    (``Hyper.lin_point``; LIN-HESS only, see :func:`~.curvature.lin_hess`)."""
-    return {} if hyper.lin_point is None else {"point": hyper.lin_point}
 
 
 def _row_log_lik(config, mean, x, y, w, obs_var):

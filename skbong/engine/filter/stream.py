@@ -313,7 +313,6 @@ def run_bank(config, states, mean0, hyper, xs, ys, ws, step0, key, length=None):
         learning_rate=None,
         drift=0 if jnp.ndim(hyper.drift) else None,
         process_noise=None,
-        lin_point=None if hyper.lin_point is None else 0,  # each filter's own θ̄
     )
     return jax.vmap(one, in_axes=(0, axes))(states, hyper)
 
