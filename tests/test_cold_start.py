@@ -91,8 +91,8 @@ def test_second_process_compiles_nothing(tmp_path):
     assert first["cache_dir"] == cache
     assert first["misses"] == first["requests"] > 0  # a fresh cache: everything compiled
     # a default fit and predict_proba compile six programs: the prior, the stream (the
-    # prior bank's filters in one program), fit's refinement passes (the stream linearised
-    # at a fixed point, and the log posterior that accepts them), the predictive's
+    # prior bank's filters in one program), fit's refinement passes (a Newton step in
+    # closed form, and the log posterior that accepts it), the predictive's
     # parameter draws (the transform of standard normals drawn on the host, made once
     # per belief and kept, so that the predictive's later calls neither draw nor
     # transform) and the predictive; each extra one costs a cold start 0.1-1 s

@@ -698,11 +698,27 @@ MUTANTS = [
         "a refined bank keeps the one pass's evidence, scored along the order of the rows",
     ),
     Mutant(
+        "first-pass-halves-from-the-worse-start",
+        "skbong/_online/stream.py",
+        "    prior = np.where(np.maximum(*values) > best, values[1] > values[0], better_start)",
+        "    prior = values[1] > values[0]",
+        ("tests/test_refine.py", "-k", "halved_until_it_helps"),
+        "where neither first step helps, the passes halve from a start worse than the other",
+    ),
+    Mutant(
+        "first-pass-from-the-one-pass-mean-only",
+        "skbong/_online/stream.py",
+        "    for start in (onepass, prior_mean):  # the bank's program, once per start",
+        "    for start in (onepass, onepass):",
+        ("tests/test_refine.py", "-k", "large_leverage"),
+        "fit's first further pass starts from the one-pass mean only",
+    ),
+    Mutant(
         "refine-never-damps",
         "skbong/_online/stream.py",
         "REFINE_HALVINGS = 10\n",
         "REFINE_HALVINGS = 0\n",
-        ("tests/test_refine.py", "-k", "laplace_evidence"),
+        ("tests/test_refine.py", "-k", "halved_until_it_helps"),
         "a filter whose Newton pass overshot keeps its one-pass mean instead of a shorter step",
     ),
     Mutant(

@@ -976,22 +976,15 @@ def _log_joint(est, config, X, Y, w, obs_var, means=None):
     return np.asarray(value, np.float64)
 
 
-def _newton_pass(est, config, X, Y, w, obs_var, points, take=None):
+def _newton_pass(est, config, X, Y, w, obs_var, points):
     """One pass of the iterated filter for each filter, linearised at its ``points`` row
-    (K', P), from the prior, in closed form (:mod:`skbong.engine.filter.newton`): the
-    means (K', P), covariances (K', P, P) and whether each is a usable belief (K',).
-    ``take`` (K',): the filter whose prior each row of ``points`` has (default: row k's
-    is filter k's)."""
+    (K, P), from the prior, in closed form (:mod:`skbong.engine.filter.newton`): the
+    means (K, P), covariances (K, P, P) and whether each is a usable belief (K,)."""
     dt = est._jax_dtype()
     points = np.asarray(points, dt)
     k, p = points.shape
-    take = np.arange(k) if take is None else take
-    n_filters = np.shape(np.atleast_2d(est._state[0]))[0]
-
-    def prior(a):
-        return np.ascontiguousarray(np.broadcast_to(a, (n_filters, p))[take], dt)
-
-    means0, prior_var = prior(est._prior_mean), prior(est._prior_variances(config))
+    means0 = np.ascontiguousarray(np.broadcast_to(est._prior_mean, (k, p)), dt)
+    prior_var = np.ascontiguousarray(np.broadcast_to(est._prior_variances(config), (k, p)), dt)
     rows = (_inputs.engine_inputs(est, X).astype(dt, copy=False), Y.astype(dt, copy=False),
             np.asarray(w, dt))
     size = _newton.BLOCK_ROWS
@@ -999,28 +992,32 @@ def _newton_pass(est, config, X, Y, w, obs_var, points, take=None):
     with est._x64():
         carry = (np.zeros((k, p, p), dt), np.zeros((k, p), dt))
         start = 0
-        for length in engine.filter.stream.chunk_plan(n_blocks):
+        for length in engine.filter.stream.chunk_plan(n_blocks):  # one call up to 65,536 rows
             blocks = [engine.filter.stream.step_buffer(a, start, length, size) for a in rows]
-            carry = _newton.newton_sums(
-                config, points, means0, carry, *blocks, np.asarray(obs_var, dt), length
+            carry, (mean, cov, ok) = _newton.newton_pass(
+                config, points, means0, prior_var, carry, *blocks, np.asarray(obs_var, dt),
+                length,
             )
             start += length
-        mean, cov, ok = _newton.newton_solve(means0, prior_var, *carry)
         return np.asarray(mean), np.asarray(cov), np.asarray(ok)
 
 
-def _first_pass(est, config, X, Y, w, obs_var, onepass, prior_mean):
+def _first_pass(est, config, X, Y, w, obs_var, onepass, prior_mean, at_start):
     """The first further pass of each filter from its one-pass mean and from the prior
-    mean, in one program (2K filters): per filter the start whose result has the
-    higher log posterior, and that result, ``(point, mean, cov, ok)``."""
-    k = onepass.shape[0]
-    starts = np.concatenate([onepass, prior_mean])
-    mean, cov, ok = _newton_pass(est, config, X, Y, w, obs_var, starts, np.tile(np.arange(k), 2))
-    value = [np.where(ok[i], _log_joint(est, config, X, Y, w, obs_var, means=mean[i]), -np.inf)
-             for i in (slice(None, k), slice(k, None))]
-    prior = value[1] > value[0]
-    pick = np.arange(k) + k * prior
-    return np.where(prior[:, None], prior_mean, onepass), mean[pick], cov[pick], ok[pick]
+    mean (the bank's program, once per start), whose log posteriors are ``at_start``
+    (2, K): per filter the start whose result has the higher log posterior, and that
+    result, ``(point, mean, cov, ok)``. Where neither result beats both starts, the
+    better start is taken, from which a shorter step must help (:func:`_damped`)."""
+    results, values = [], []
+    for start in (onepass, prior_mean):  # the bank's program, once per start
+        mean, cov, ok = _newton_pass(est, config, X, Y, w, obs_var, start)
+        results.append((start, mean, cov, ok))
+        values.append(np.where(ok, _log_joint(est, config, X, Y, w, obs_var, means=mean), -np.inf))
+    best = np.max(at_start, axis=0)
+    better_start = at_start[1] >= at_start[0]
+    prior = np.where(np.maximum(*values) > best, values[1] > values[0], better_start)
+    return tuple(np.where(prior.reshape((-1,) + (1,) * (a.ndim - 1)), b, a)
+                 for a, b in zip(*results))
 
 
 def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
@@ -1076,7 +1073,8 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
     for k in range(passes):
         kept = stacked(est._state)
         if k == 0:
-            point, mean, cov, ok = _first_pass(est, config, X, Y, w, obs_var, onepass, prior_mean)
+            point, mean, cov, ok = _first_pass(est, config, X, Y, w, obs_var, onepass,
+                                               prior_mean, np.stack([current, at_prior]))
         else:
             point = kept[0]
             mean, cov, ok = _newton_pass(est, config, X, Y, w, obs_var, point)

@@ -47,28 +47,30 @@ def _sums(config, point, mean0, carry, xs, ys, ws, obs_var, length):
     return jax.lax.fori_loop(0, length, body, carry)
 
 
-@program(static_argnames=("config",))
-def newton_sums(config, points, means0, carry, xs, ys, ws, obs_var, length):
-    """The sums (Σ B Bᵀ (K, P, P), Σ g (K, P)) of a bank's K filters over one call's
-    blocks, added to ``carry``: each filter linearised at its ``points`` row (K, P) and
-    expanded about its prior mean ``means0`` (K, P). Zero-weight rows add nothing."""
-    return jax.vmap(_sums, in_axes=(None, 0, 0, 0, None, None, None, None, None))(
-        config, points, means0, carry, xs, ys, ws, obs_var, length
-    )
-
-
-def _solve(means0, prior_var, gram, grad):
+def _solve(mean0, prior_var, gram, grad):
     prec = gram + jnp.diag(1.0 / prior_var)
     chol = jnp.linalg.cholesky(prec)
     cov = jax.scipy.linalg.cho_solve((chol, True), jnp.eye(prec.shape[0], dtype=prec.dtype))
     cov = 0.5 * (cov + cov.T)
-    mean = means0 + cov @ grad
+    mean = mean0 + cov @ grad
     ok = jnp.all(jnp.isfinite(cov)) & jnp.all(jnp.isfinite(mean))
     return mean, cov, ok
 
 
-@program
-def newton_solve(means0, prior_var, gram, grad):
-    """Each filter's pass result from its sums: (μ (K, P), Σ (K, P, P), ok (K,)), ok false
-    where Λ is not positive definite or a result is not finite."""
-    return jax.vmap(_solve)(means0, prior_var, gram, grad)
+def _pass(config, point, mean0, prior_var, carry, xs, ys, ws, obs_var, length):
+    sums = _sums(config, point, mean0, carry, xs, ys, ws, obs_var, length)
+    return sums, _solve(mean0, prior_var, *sums)
+
+
+@program(static_argnames=("config",))
+def newton_pass(config, points, means0, prior_var, carry, xs, ys, ws, obs_var, length):
+    """A bank's K filters' pass over one call's blocks ``xs, ys, ws`` (T, BLOCK_ROWS, …)
+    up to ``length``: each filter linearised at its ``points`` row (K, P) and expanded
+    about its prior N(``means0``, diag ``prior_var``) (K, P). Returns the sums
+    (Σ B Bᵀ (K, P, P), Σ g (K, P)) with ``carry`` added, for the next call of a longer
+    pass, and the result of the rows so far: μ (K, P), Σ (K, P, P) and ok (K,), false
+    where Λ is not positive definite or a result is not finite. Zero-weight rows add
+    nothing."""
+    return jax.vmap(_pass, in_axes=(None, 0, 0, 0, 0, None, None, None, None, None))(
+        config, points, means0, prior_var, carry, xs, ys, ws, obs_var, length
+    )
