@@ -1006,13 +1006,15 @@ def _first_pass(est, config, X, Y, w, obs_var, onepass, prior_mean, at_start):
     """The first further pass of each filter from its one-pass mean and from the prior
     mean (the bank's program, once per start), whose log posteriors are ``at_start``
     (2, K): per filter the start whose result has the higher log posterior, and that
-    result, ``(point, mean, cov, ok)``. Where neither result beats both starts, the
-    better start is taken, from which a shorter step must help (:func:`_damped`)."""
+    result with its log posterior, ``(point, mean, cov, ok, value)``. Where neither
+    result beats both starts, the better start is taken, from which a shorter step must
+    help (:func:`_damped`)."""
     results, values = [], []
     for start in (onepass, prior_mean):  # the bank's program, once per start
         mean, cov, ok = _newton_pass(est, config, X, Y, w, obs_var, start)
-        results.append((start, mean, cov, ok))
-        values.append(np.where(ok, _log_joint(est, config, X, Y, w, obs_var, means=mean), -np.inf))
+        value = np.where(ok, _log_joint(est, config, X, Y, w, obs_var, means=mean), -np.inf)
+        results.append((start, mean, cov, ok, value))
+        values.append(value)
     best = np.max(at_start, axis=0)
     better_start = at_start[1] >= at_start[0]
     prior = np.where(np.maximum(*values) > best, values[1] > values[0], better_start)
@@ -1073,11 +1075,14 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
     for k in range(passes):
         kept = stacked(est._state)
         if k == 0:
-            point, mean, cov, ok = _first_pass(est, config, X, Y, w, obs_var, onepass,
-                                               prior_mean, np.stack([current, at_prior]))
+            point, mean, cov, ok, value = _first_pass(
+                est, config, X, Y, w, obs_var, onepass, prior_mean,
+                np.stack([current, at_prior]),
+            )
         else:
             point = kept[0]
             mean, cov, ok = _newton_pass(est, config, X, Y, w, obs_var, point)
+            value = None
         ok = ok & active
         if not ok.any():
             warnings.warn(
@@ -1094,7 +1099,9 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
         step = np.max(np.abs(mean.reshape(size) - point), axis=1)
         converged = step <= REFINE_TOL * (1.0 + np.max(np.abs(point), axis=1))
         est._state = (mean.reshape(shapes[0]), cov.reshape(shapes[1]))
-        value = np.where(ok, _log_joint(est, config, X, Y, w, obs_var), -np.inf)
+        if value is None:
+            value = _log_joint(est, config, X, Y, w, obs_var)
+        value = np.where(ok, value, -np.inf)
         better = value > best
         if not better.all():
             value, better = _damped(est, config, X, Y, w, obs_var, point, value, best,
