@@ -1212,7 +1212,7 @@ def _judge_against_prior(est, config, value, at_prior, n_rows):
         f"worse than the prior mean does (log posterior {value[k]:.4g} against "
         f"{at_prior[k]:.4g}): an early update overshot and the filter did not recover. "
         "Most likely to help: a smaller prior_variance (or 'auto'), family='full' with "
-        "refine > 0 (its passes restart from the prior mean), or rule='blr'.",
+        "refine > 0 (its first further pass also starts from the prior mean), or rule='blr'.",
         DivergenceWarning,
         stacklevel=5,
     )
