@@ -70,9 +70,9 @@ def _is_sound(family, state):
 
 
 PASS_FAILURES = (SkippedRowsWarning, DivergenceWarning)
-"""The warnings that mark a refinement pass of ``fit`` as failed (a row skipped or
-refused, a diverging stream); any other warning raised during a pass is passed on to
-the caller and the pass is judged by its log posterior alone."""
+"""The warnings that mark a tempered pass of ``fit`` as failed (a row skipped or
+refused, a diverging stream; :func:`_tempered`); any other warning raised during a pass
+says nothing of the pass and is passed on to the caller."""
 
 
 REFINE_HALVINGS = 10
@@ -976,33 +976,44 @@ def _log_joint(est, config, X, Y, w, obs_var, means=None):
     return np.asarray(value, np.float64)
 
 
-def _newton_pass(est, config, X, Y, w, obs_var, points):
-    """One pass of the iterated filter for each filter, linearised at its ``points`` row
-    (K, P), from the prior, in closed form (:mod:`skbong.engine.filter.newton`): the
-    means (K, P), covariances (K, P, P) and whether each is a usable belief (K,)."""
+def _newton_blocks(est, config, X, Y, w, obs_var, n_filters):
+    """What every pass of :func:`_newton_pass` reads, prepared once per ``fit``: the
+    rows as blocks of :data:`~skbong.engine.filter.newton.BLOCK_ROWS` (one list per
+    program call of up to 65,536 rows, with its length in blocks), the filters' prior
+    means and variances (K, P) and the noise, in the estimator's dtype."""
     dt = est._jax_dtype()
-    points = np.asarray(points, dt)
-    k, p = points.shape
-    means0 = np.ascontiguousarray(np.broadcast_to(est._prior_mean, (k, p)), dt)
-    prior_var = np.ascontiguousarray(np.broadcast_to(est._prior_variances(config), (k, p)), dt)
+    size = _newton.BLOCK_ROWS
     rows = (_inputs.engine_inputs(est, X).astype(dt, copy=False), Y.astype(dt, copy=False),
             np.asarray(w, dt))
-    size = _newton.BLOCK_ROWS
-    n_blocks = -(-X.shape[0] // size)
+    calls, start = [], 0
+    for length in engine.filter.stream.chunk_plan(-(-X.shape[0] // size)):
+        calls.append(([engine.filter.stream.step_buffer(a, start, length, size) for a in rows],
+                      length))
+        start += length
+    shape = (n_filters, np.shape(est._state[0])[-1])
+    means0 = np.ascontiguousarray(np.broadcast_to(est._prior_mean, shape), dt)
+    prior_var = np.ascontiguousarray(np.broadcast_to(est._prior_variances(config), shape), dt)
+    return calls, means0, prior_var, np.asarray(obs_var, dt)
+
+
+def _newton_pass(est, config, blocks, points):
+    """One pass of the iterated filter for each filter, linearised at its ``points`` row
+    (K, P), from the prior, in closed form (:mod:`skbong.engine.filter.newton`) over the
+    rows of :func:`_newton_blocks`: the means (K, P), covariances (K, P, P) and whether
+    each is a usable belief (K,)."""
+    calls, means0, prior_var, obs_var = blocks
+    points = np.asarray(points, means0.dtype)
+    k, p = points.shape
     with est._x64():
-        carry = (np.zeros((k, p, p), dt), np.zeros((k, p), dt))
-        start = 0
-        for length in engine.filter.stream.chunk_plan(n_blocks):  # one call up to 65,536 rows
-            blocks = [engine.filter.stream.step_buffer(a, start, length, size) for a in rows]
+        carry = (np.zeros((k, p, p), means0.dtype), np.zeros((k, p), means0.dtype))
+        for rows, length in calls:
             carry, (mean, cov, ok) = _newton.newton_pass(
-                config, points, means0, prior_var, carry, *blocks, np.asarray(obs_var, dt),
-                length,
+                config, points, means0, prior_var, carry, *rows, obs_var, length
             )
-            start += length
         return np.asarray(mean), np.asarray(cov), np.asarray(ok)
 
 
-def _first_pass(est, config, X, Y, w, obs_var, onepass, prior_mean, at_start):
+def _first_pass(est, config, X, Y, w, obs_var, blocks, onepass, prior_mean, at_start):
     """The first further pass of each filter from its one-pass mean and from the prior
     mean (the bank's program, once per start), whose log posteriors are ``at_start``
     (2, K): per filter the start whose result has the higher log posterior, and that
@@ -1011,7 +1022,7 @@ def _first_pass(est, config, X, Y, w, obs_var, onepass, prior_mean, at_start):
     help (:func:`_damped`)."""
     results, values = [], []
     for start in (onepass, prior_mean):  # the bank's program, once per start
-        mean, cov, ok = _newton_pass(est, config, X, Y, w, obs_var, start)
+        mean, cov, ok = _newton_pass(est, config, blocks, start)
         value = np.where(ok, _log_joint(est, config, X, Y, w, obs_var, means=mean), -np.inf)
         results.append((start, mean, cov, ok, value))
         values.append(value)
@@ -1035,12 +1046,13 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
     overshoot): else its step is shortened (:func:`_damped`), and if no shorter step
     helps the filter stays as it was. A filter takes no further pass once its step is
     within :data:`REFINE_TOL` (relative) or no step raises its log posterior; the passes
-    stop when no filter is left, or after ``refine`` passes; a pass whose result is not a finite positive-definite belief for any
-    filter is not kept, and a warning says so. So the result is never a worse mode
-    estimate than one pass, and where the passes converge it is the mode with its
-    Laplace-GGN precision. The first pass runs from the one-pass mean and from the
-    prior mean, and each filter goes on from the better result (:func:`_first_pass`). A bank's
-    filters are then weighed by Laplace's evidence (:func:`_laplace_weights`). With
+    stop when no filter is left, or after ``refine`` passes; a pass whose result is not
+    a finite positive-definite belief for any filter is not kept, and a warning says so.
+    So the result is never a worse mode estimate than one pass, and where the passes
+    converge it is the mode with its Laplace-GGN precision. The first pass runs from the
+    one-pass mean and from the prior mean, and each filter goes on from the better
+    result (:func:`_first_pass`). A bank's filters are then weighed by Laplace's
+    evidence (:func:`_laplace_weights`). With
     ``refine`` > 0 the linear model's result is then judged against the prior mean
     (:func:`_judge_against_prior`). ``n_refine_passes_`` counts the passes that
     changed the posterior."""
@@ -1072,16 +1084,17 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
         return np.reshape(state[0], size), np.reshape(state[1], size + size[-1:])
 
     active = np.ones(size[0], bool)  # the filters still moving towards their modes
+    blocks = _newton_blocks(est, config, X, Y, w, obs_var, size[0]) if passes else None
     for k in range(passes):
         kept = stacked(est._state)
         if k == 0:
             point, mean, cov, ok, value = _first_pass(
-                est, config, X, Y, w, obs_var, onepass, prior_mean,
+                est, config, X, Y, w, obs_var, blocks, onepass, prior_mean,
                 np.stack([current, at_prior]),
             )
         else:
             point = kept[0]
-            mean, cov, ok = _newton_pass(est, config, X, Y, w, obs_var, point)
+            mean, cov, ok = _newton_pass(est, config, blocks, point)
             value = None
         ok = ok & active
         if not ok.any():

@@ -98,7 +98,6 @@ def checked_update(config, state, x, y, w, hyper, key, keep, bound, finish=None)
     return family.checked_ngd(state, g, curv, keep, bound, finish)
 
 
-
 def _row_log_lik(config, mean, x, y, w, obs_var):
     """Σᵢ wᵢ log p(yᵢ | f(xᵢ, mean)): the batch's weighted log-likelihood at a mean."""
     log_prob = config.impl.likelihood.log_prob
