@@ -204,6 +204,22 @@ MUTANTS = [
         "the full family's Cholesky check runs on the host, a second pass over the belief per call",
     ),
     Mutant(
+        "shared-sigma-j-without-scale",
+        "skbong/engine/families/full.py",
+        "sb, cov_rest = (cov @ curv.jac[0]) * curv.scale[0], None",
+        "sb, cov_rest = cov @ curv.jac[0], None",
+        ("tests/test_conjugate.py",),
+        "the shared Σ j of one Gaussian row not scaled to Σ b (b = j / √R)",
+    ),
+    Mutant(
+        "shared-output-cov-of-another-row",
+        "skbong/engine/families/full.py",
+        "        return (row @ (state.cov @ row)).reshape(1, 1, 1)",
+        "        return (row @ (state.cov @ (row + 1.0))).reshape(1, 1, 1)",
+        ("tests/test_drift_bank.py", "-k", "weighted_by_their_evidence"),
+        "the one-row output covariance jᵀ Σ j computed against another vector",
+    ),
+    Mutant(
         "sigma-rows-swapped",
         "skbong/engine/families/full.py",
         "    return rows[0], rows[1]",
@@ -440,8 +456,8 @@ MUTANTS = [
     Mutant(
         "split-exact-zeroes-overflowed-u",
         "skbong/engine/filter/curvature.py",
-        "        coef = coef.reshape(-1)\n        return coef @ rows",
-        "        coef = jnp.where(jnp.isfinite(coef), coef, 0.0).reshape(-1)\n        return coef @ rows",
+        "        coef = coef.reshape(-1)\n        shared = {}",
+        "        coef = jnp.where(jnp.isfinite(coef), coef, 0.0).reshape(-1)\n        shared = {}",
         ("tests/test_split.py", "-k", "refused"),
         "a Gaussian row whose u overflows updates the covariance and is accepted",
     ),

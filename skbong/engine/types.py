@@ -60,12 +60,19 @@ class Curv(NamedTuple):
         and the steps skip their products with r. The natural Woodbury steps use this
         split: the push-through identity gives ``Σ' B u`` without the cancellation of
         ``Σ g − Σ B (I + Bᵀ Σ B)⁻¹ Bᵀ Σ g`` (see :func:`gradient_split`).
+    jac, scale : array (k, P) and array (k,), or None
+        With ``factor``, its columns as Jacobian rows times scalars, B = Jᵀ diag(s)
+        (LIN-HESS of one row and one output): a step may form Σ B as (Σ Jᵀ) diag(s),
+        the product Σ Jᵀ that the linearised predictive of the same row also forms,
+        so that the program computes it once.
     """
 
     factor: Any = None
     hess: Any = None
     coef: Any = None
     rest: Any = None
+    jac: Any = None
+    scale: Any = None
 
 
 def gradient_split(g, curv):

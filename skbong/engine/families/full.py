@@ -47,7 +47,12 @@ def transform(state, eps):
 
 
 def output_cov(state, jac):
-    """J Σ Jᵀ for per-row Jacobians (n, C, P)."""
+    """J Σ Jᵀ for per-row Jacobians (n, C, P). For one row and one output, as
+    jᵀ (Σ j): the product Σ j that :func:`checked_ngd` forms for the same row's
+    update (``Curv.jac``), so that a step computes it once."""
+    if jac.shape[:2] == (1, 1):
+        row = jac[0, 0]
+        return (row @ (state.cov @ row)).reshape(1, 1, 1)
     return jnp.einsum("ncp,pq,ndq->ncd", jac, state.cov, jac)
 
 
@@ -110,7 +115,10 @@ def checked_ngd(state, g, curv, keep, bound, finish=None):
     cov, dtype = state.cov, state.cov.dtype
     coef, rest = gradient_split(g, curv)
     b = curv.factor[:, 0]
-    sb, cov_rest = _sigma_times(cov, b, rest)
+    if curv.jac is not None and rest is None:  # Σ b = (Σ j) s, Σ j shared (output_cov)
+        sb, cov_rest = (cov @ curv.jac[0]) * curv.scale[0], None
+    else:
+        sb, cov_rest = _sigma_times(cov, b, rest)
     # the scalar products in one reduction: bᵀΣb, (rᵀΣb,) ‖Σb‖²
     quad = jnp.sum(jnp.stack([b, sb] if rest is None else [b, rest, sb]) * sb, axis=1)
     inv_root = unit_chol_inverse((1.0 + quad[0])[None, None])[0, 0]  # NaN on overflow

@@ -78,7 +78,10 @@ def lin_hess(config, family, state, x, y, w, obs_var, key, point=None):
         coef = coef - (rows @ (state.mean - point)).reshape(coef.shape)
     if lik.split_exact:
         coef = coef.reshape(-1)
-        return coef @ rows, Curv(factor=rows.T, coef=coef)
+        shared = {}
+        if rows.shape[0] == 1:  # one row, one output: B = Jᵀ s (Curv.jac)
+            shared = dict(jac=jac.reshape(1, -1), scale=s.reshape(1))
+        return coef @ rows, Curv(factor=rows.T, coef=coef, **shared)
     split = jnp.all(jnp.isfinite(coef), axis=1, keepdims=True)  # (b, 1)
     coef = jnp.where(split, coef, 0.0).reshape(-1)
     grad_f = jax.vmap(lik.grad, in_axes=(0, 0, None))(y, f, obs_var) * w[:, None]
