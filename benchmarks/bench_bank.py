@@ -72,22 +72,27 @@ def _cases(quick):
     for name, loader in (("breast cancer", load_breast_cancer), ("digits", load_digits)):
         X, y = loader(return_X_y=True)
         X = StandardScaler().fit_transform(X)
-        yield f"linear classifier, {name}", {
-            "one filter": lambda X=X, y=y: BongClassifier(prior_variance=1.0).fit(X, y),
-            "bank": lambda X=X, y=y: BongClassifier().fit(X, y),
-        }
+        yield f"linear classifier, {name}", _glm_calls(BongClassifier, X, y)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(2000, 5))
     y = rng.poisson(np.exp(0.5 + X @ np.array([0.5, -0.3, 0.2, 0.0, 0.1])))
-    yield "linear counts 2000 x 5", {
-        "one filter": lambda: BongPoissonRegressor(prior_variance=1.0).fit(X, y),
-        "bank": lambda: BongPoissonRegressor().fit(X, y),
-    }
+    yield "linear counts 2000 x 5", _glm_calls(BongPoissonRegressor, X, y)
     X, y = _data(1000 if quick else 2000, 8)
     net = dict(hidden_layer_sizes=(50,), passes=1, random_state=0)  # a bank makes one pass
     yield f"network (50,) {len(X)} x 8", {
         "one filter": lambda: BongRegressor(**net).fit(X, y),
         "bank": lambda: BongRegressor(prior_variance="bank", **net).fit(X, y),
+    }
+
+
+def _glm_calls(cls, X, y):
+    """A GLM's fits, the bank against one filter: with ``fit``'s further passes (the
+    default) and with one pass (``refine=0``), where the passes' share shows."""
+    return {
+        "one filter": lambda: cls(prior_variance=1.0).fit(X, y),
+        "bank": lambda: cls().fit(X, y),
+        "one filter, one pass": lambda: cls(prior_variance=1.0, refine=0).fit(X, y),
+        "bank, one pass": lambda: cls(refine=0).fit(X, y),
     }
 
 

@@ -15,6 +15,13 @@ same machine load), keeping the fastest run of each:
 The differences are the cost of each piece; ``update only`` is the figure to compare
 with the authors' code, which neither checks its updates nor scores the stream.
 
+``MFLOP`` is the ``update only`` step's floating-point work as XLA's cost analysis counts
+it (a loop's body once: one step; LAPACK calls such as the dlr family's k × k
+eigendecomposition count nothing), and ``GFLOP/s`` that work over the step's time.
+``product GFLOP/s`` is the rate of the step's largest matrix product alone, compiled
+by itself: for the dlr family W̃ᵀ [W̃, Υ⁻¹ W̃], k × P by P × 2k (k = R + C), the Gram
+products every step forms; for the full family Σ b, P × P by P × 1.
+
 Usage: ``python benchmarks/bench_profile.py [--quick] [--out FILE] [--budget SECONDS]``
 """
 
@@ -82,9 +89,38 @@ VARIANTS = {
 }
 
 
+def step_mflop(cfg, state, mean0, hyper, xs, ys, ws, key):
+    """MFLOP of one ``update only`` step as XLA's cost analysis counts them (the loop's
+    body once)."""
+    compiled = run.lower(cfg, VARIANTS["update only"], state, mean0, hyper, xs, ys, ws,
+                         key).compile()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    return cost["flops"] / 1e6
+
+
+def product_gflops(m, k, n, budget=1.0):
+    """GFLOP/s of an (m × k) by (k × n) float32 product compiled alone (fastest call)."""
+    a, b = jnp.ones((m, k), jnp.float32), jnp.ones((k, n), jnp.float32)
+    product = jax.jit(jnp.matmul)
+    block(product(a, b))
+    best = interleaved({"product": lambda: product(a, b)}, budget)["product"]
+    return 2.0 * m * k * n / best / 1e9
+
+
+def largest_product(cfg, state):
+    """(m, k, n) of the step's largest matrix product (see the module docstring)."""
+    p = state.mean.shape[0]
+    if hasattr(state, "prec_lr"):
+        k = state.prec_lr.shape[1] + cfg.model.n_outputs
+        return k, p, 2 * k
+    return p, p, 1
+
+
 def profile(case, family, budget):
     cfg, state, mean0, hyper, (xs, ys, ws) = make_problem(case, family, steps=STEPS)
     key = jax.random.PRNGKey(0)
+    mflop = step_mflop(cfg, state, mean0, hyper, xs, ys, ws, key)
     calls = {"shipped": lambda: E.run_stream(cfg, state, mean0, hyper, xs, ys, ws, 0, key)}
     for name, step in VARIANTS.items():
         calls[name] = partial(run, cfg, step, state, mean0, hyper, xs, ys, ws, key)
@@ -94,6 +130,9 @@ def profile(case, family, budget):
     row = {"case": case, "P": int(state.mean.shape[0]), "family": family, **us}
     row["check"] = us["shipped"] - us["no check"]
     row["outputs"] = us["shipped"] - us["no outputs"]
+    row["MFLOP"] = mflop
+    row["GFLOP/s"] = mflop / us["update only"] * 1e3
+    row["product GFLOP/s"] = product_gflops(*largest_product(cfg, state))
     return row
 
 
@@ -110,8 +149,11 @@ def main():
             f"{k} {rows[-1][k]:.2f}" for k in ["shipped", *VARIANTS]), flush=True)
     note = load_note()
     print(f"\n== µs per step, fastest of interleaved runs ==  ({note})")
-    cols = ["case", "P", "family", "shipped", *VARIANTS, "check", "outputs"]
-    table(rows, cols, {c: "{:.2f}" for c in cols[3:]})
+    cols = ["case", "P", "family", "shipped", *VARIANTS, "check", "outputs", "MFLOP",
+            "GFLOP/s", "product GFLOP/s"]
+    fmt = {c: "{:.2f}" for c in cols[3:]}
+    fmt.update({"MFLOP": "{:.3f}", "GFLOP/s": "{:.1f}", "product GFLOP/s": "{:.1f}"})
+    table(rows, cols, fmt)
     write_json({"budget_s": budget, "steps": STEPS, "load": note, "rows": rows},
                "profile_quick.json" if args.quick else "profile.json", args.out)
 

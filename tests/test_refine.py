@@ -227,6 +227,66 @@ def test_a_pass_without_a_usable_belief_is_not_kept(monkeypatch):
     np.testing.assert_allclose(bank.posterior_.mean[4], mode, atol=1e-6)
 
 
+def _counting(monkeypatch, module, name):
+    """Record the calls of ``module.name`` (a host function) in a list."""
+    calls, real = [], getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_a_refined_bank_streams_only_its_reference_filter(monkeypatch):
+    """A bank whose further passes run needs no one pass of each filter: its reference
+    filter streams the rows, the first further pass of every filter starts from that
+    filter's one-pass mean and from the prior mean, and every filter still reaches its
+    own mode (scipy's), with the rows counted once. ``partial_fit`` then streams every
+    filter. (Tolerances: those of :func:`test_refined_fit_is_the_laplace_posterior_at_the_mode`.)"""
+    from skbong._online import stream
+
+    streamed = _counting(monkeypatch, stream, "_stream_bank")
+    X, y = _logistic_data()
+    bank = BongClassifier(dtype="float64", refine=50, random_state=0).fit(X, y)
+    assert streamed == []
+    assert bank.n_observations_ == len(X) and bank.n_skipped_ == 0
+    for k, prior_var in enumerate(bank.prior_grid_):
+        mode, cov = _mode_and_laplace(X, y, prior_var)
+        np.testing.assert_allclose(bank.posterior_.mean[k], mode, atol=1e-6)
+        np.testing.assert_allclose(bank.posterior_.cov[k], cov, rtol=2e-3, atol=1e-8)
+    bank.partial_fit(X[:5], y[:5])
+    assert streamed == ["_stream_bank"]
+
+
+def test_a_filter_whose_first_pass_cannot_help_makes_its_own_one_pass(monkeypatch):
+    """Where a filter's first further pass raises its log posterior from neither start,
+    that filter would be left at the reference's one-pass belief, made under another
+    prior: the bank then makes the filters' own one passes after all, and that filter
+    keeps its own one-pass belief."""
+    from skbong._online import stream
+    from skbong.engine.filter import newton
+
+    run = newton.newton_pass
+
+    def stuck(*args):  # filter 3 (σ₀² = 1) never moves from where its pass starts
+        carry, (mean, cov, ok) = run(*args)
+        points = np.asarray(args[1])
+        mean = np.where((np.arange(points.shape[0]) == 3)[:, None], points, mean)
+        return carry, (mean, cov, ok)
+
+    X, y = _logistic_data(80)
+    ones = BongClassifier(dtype="float64", refine=0, random_state=0).fit(X, y)
+    streamed = _counting(monkeypatch, stream, "_stream_bank")
+    monkeypatch.setattr(newton, "newton_pass", stuck)
+    bank = BongClassifier(dtype="float64", refine=50, random_state=0).fit(X, y)
+    assert streamed == ["_stream_bank"] and bank.prior_grid_[3] == 1.0
+    np.testing.assert_array_equal(bank.posterior_.mean[3], ones.posterior_.mean[3])
+    mode, _ = _mode_and_laplace(X, y, 10.0)
+    np.testing.assert_allclose(bank.posterior_.mean[4], mode, atol=1e-6)
+
+
 def _iris_standardised():
     from sklearn.datasets import load_iris
 

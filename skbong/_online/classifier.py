@@ -161,7 +161,8 @@ class BongClassifier(ClassifierMixin, BongBase):
         one Newton (IRLS) step on the log posterior, until the mean stops moving; a pass
         that would lower the log posterior is shortened (halved up to ten times) or not
         kept; the first pass runs from the one-pass mean and from the prior mean, and
-        each filter goes on from the better result. A bank's
+        each filter goes on from the better result (a bank's one pass is its widest
+        prior's filter's alone). A bank's
         filters are then weighed by Laplace's evidence at their modes (the evidence
         framework: the rows as a set, not the first pass's predictions along their
         order). With

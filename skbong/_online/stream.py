@@ -862,6 +862,12 @@ def fit_rows(est, X, y, sample_weight, reset, **encode_kw):
         fresh = est.__dict__.copy()  # the prior: where fit's further passes start
         if passes > 1:
             _tempered(est, config, X, Y, sample_weight, obs_var, passes, fresh)
+        elif reset and _reference_pass(est, config, X, Y, sample_weight, obs_var):
+            if _refine(est, config, X, Y, sample_weight, obs_var, fresh, reference=True):
+                return est
+            est.__dict__.clear()  # the bank's filters each make their own pass after all
+            est.__dict__.update(fresh)
+            learn(est, config, X, Y, sample_weight, obs_var)
         else:
             learn(est, config, X, Y, sample_weight, obs_var)
         if reset:
@@ -935,6 +941,48 @@ def _tempered(est, config, X, Y, sample_weight, obs_var, passes, fresh):
         ConvergenceWarning,
         stacklevel=4,
     )
+
+
+def _reference_pass(est, config, X, Y, sample_weight, obs_var):
+    """``fit``'s one pass for a bank whose further passes run (:func:`_refine_passes`):
+    the reference filter alone (:func:`bank_reference`) streams the rows, and every
+    filter of the bank stands at its one-pass belief, from where the first further
+    pass of each filter starts (with the prior mean, :func:`_first_pass`). The passes
+    leave each filter at its own mode, and the bank is weighed by Laplace's evidence
+    there (:func:`_laplace_weights`), so the filters' own one passes, which each
+    linearise the likelihood at their own mean and share no work, are not needed.
+
+    Taken only where the reference learned every row: returns False, with the estimator
+    unchanged, where it refused one (a non-finite, invalid or unsound update), and then
+    every filter makes its own pass (:func:`learn`), whose checks and warnings speak for
+    the bank. :func:`_refine` with ``reference=True`` gives the bank back to :func:`learn`
+    in the same way where a filter's first further pass does not raise its log posterior."""
+    if est._log_evidence is None or not _refine_passes(est, config):
+        return False
+    dt = est._jax_dtype()
+    n_rows = X.shape[0]
+    w = np.ones(n_rows, dt) if sample_weight is None else np.asarray(sample_weight, dt)
+    k = bank_reference(est, np.isfinite(est._log_evidence))
+    state = tuple(a[k] for a in est._state)
+    engine_X = _inputs.engine_inputs(est, X).astype(dt, copy=False)
+    (new, _), ok, sound, _, log_lik = _run(
+        est, config, (state, None), _filters_of(est._hyper(obs_var, config), k), engine_X,
+        Y.astype(dt, copy=False), w, est._n_steps, _progress(est, n_rows),
+    )
+    if not (sound and ok.all() and np.all(np.isfinite(log_lik))):
+        return False
+    raw = engine_X if getattr(est, "_input_standardisation", None) is None else X
+    _record_calibration(est, config, None, raw, Y.astype(dt, copy=False), w,
+                        np.ones(n_rows, bool))
+    n_filters = len(est._log_evidence)
+    est._state = tuple(np.ascontiguousarray(np.broadcast_to(a, (n_filters,) + a.shape))
+                       for a in new)
+    est._belief_memo = None
+    est._obs_var = np.asarray(obs_var, np.float64)
+    est._n_steps += -(-n_rows // int(est.batch_size))
+    est.n_observations_ += int(n_rows)
+    est._publish(config)
+    return True
 
 
 def _refine_passes(est, config):
@@ -1033,7 +1081,7 @@ def _first_pass(est, config, X, Y, w, obs_var, blocks, onepass, prior_mean, at_s
                  for a, b in zip(*results))
 
 
-def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
+def _refine(est, config, X, Y, sample_weight, obs_var, fresh, reference=False):
     """``fit``'s further passes: the iterated filter (:func:`~skbong.engine.filter.curvature.lin_hess`).
 
     Each pass starts again from the prior ``fresh`` (the estimator as it was before
@@ -1055,16 +1103,21 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
     evidence (:func:`_laplace_weights`). With
     ``refine`` > 0 the linear model's result is then judged against the prior mean
     (:func:`_judge_against_prior`). ``n_refine_passes_`` counts the passes that
-    changed the posterior."""
+    changed the posterior.
+
+    ``reference=True``: the bank stands at its reference filter's one pass
+    (:func:`_reference_pass`). Returns False, having warned of nothing, where a
+    filter's first further pass gives no usable belief that raises its log posterior
+    (the filter would be left at another filter's belief); True otherwise."""
     if "refine" not in est._parameter_constraints:  # the regressor: one pass is exact
-        return
+        return True
     est.n_refine_passes_ = 0
     passes = _refine_passes(est, config)
     # judged against the prior mean where fit may do more than one pass (refine=0 is
     # one pass, the same as partial_fit on these rows)
     judged = bool(est.refine) and engine.models.is_linear(config.model) and not config.dynamic
     if not passes and not judged:
-        return
+        return True
     w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight)
     best = _log_joint(est, config, X, Y, w, obs_var)
     # the first pass runs from the one-pass mean and from the prior mean, and each
@@ -1119,6 +1172,8 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
         if not better.all():
             value, better = _damped(est, config, X, Y, w, obs_var, point, value, best,
                                     ok & ~converged)
+        if reference and k == 0 and not better.all():  # an unusable pass included
+            return False
         # the filters whose pass did not help keep their belief
         new = stacked(est._state)
         est._state = tuple(
@@ -1138,6 +1193,7 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh):
         _laplace_weights(est, config, current, fresh)
     if judged:
         _judge_against_prior(est, config, current, at_prior, float(np.sum(w)))
+    return True
 
 
 def _laplace_weights(est, config, log_joint, fresh):
