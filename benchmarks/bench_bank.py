@@ -23,7 +23,9 @@ another): ``BongClassifier()`` on breast cancer (P = 31, ``full``) and digits (P
 2,000 rows of 5 features; and for a network, where the bank is not the default
 (``prior_variance="bank"`` against the default fixed σ₀², one 50-unit layer, float32,
 both one pass: a bank's weights are the evidence of one pass, so it makes no tempered
-passes).
+passes). Then the drift bank, ``drift="auto"`` (3 drifts weighted by their evidence),
+against one static filter and one filter of a fixed drift (0.999), for the linear
+regressor (σ₀² = 1, 2,000 × 8) and the same network.
 It prints the times and the ratios to one filter.
 
 Usage: ``python benchmarks/bench_bank.py [--quick] [--out FILE]``
@@ -83,6 +85,12 @@ def _cases(quick):
         "one filter": lambda: BongRegressor(**net).fit(X, y),
         "bank": lambda: BongRegressor(prior_variance="bank", **net).fit(X, y),
     }
+    for name, kw in (("linear", dict(prior_variance=1.0)), ("network (50,)", net)):
+        yield f"drift, {name} {len(X)} x 8", {
+            "one filter": lambda kw=kw: BongRegressor(**kw).fit(X, y),
+            "bank": lambda kw=kw: BongRegressor(drift="auto", **kw).fit(X, y),
+            "one drifting filter": lambda kw=kw: BongRegressor(drift=0.999, **kw).fit(X, y),
+        }
 
 
 def _glm_calls(cls, X, y):

@@ -70,6 +70,31 @@ def test_chunking_reproduces_the_keys_and_the_result():
         assert _leaves_equal(whole, part)
 
 
+@pytest.mark.parametrize("family", ["dlr", "diag", "full"])
+def test_a_bank_is_its_filters_each_streamed_alone(family):
+    """Filter k of ``run_bank`` (its own prior variance and drift) is the stream of that
+    filter alone, whether the bank runs its filters in turn (dlr) or side by side: the
+    same belief, log-likelihoods, outputs and flags. float64; rtol 1e-10 allows the two
+    programs to group the same arithmetic differently (a sum's order), nothing more."""
+    with jax.enable_x64(True):
+        cfg, _, mean0, hyper, x, y, w = _problem(family=family, dynamic=True, n=12)
+        prior_var = jnp.asarray([0.2, 0.5, 2.0])
+        drift = jnp.asarray([1.0, 0.99, 0.9])
+        states = [E.init_state(cfg, mean0, v) for v in prior_var]
+        stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *states)
+        key = jax.random.PRNGKey(1)
+        xs, ys, ws = x[:, None], y[:, None], w[:, None]
+        bank = E.run_bank(cfg, stacked, mean0, hyper._replace(prior_var=prior_var, drift=drift),
+                          xs, ys, ws, 0, key)
+        for k, state in enumerate(states):
+            alone = E.run_stream(cfg, state, mean0,
+                                 hyper._replace(prior_var=prior_var[k], drift=drift[k]),
+                                 xs, ys, ws, 0, key)
+            for a, b in zip(jax.tree_util.tree_leaves(bank), jax.tree_util.tree_leaves(alone)):
+                np.testing.assert_allclose(np.asarray(a)[k], np.asarray(b), rtol=1e-10,
+                                           atol=1e-12)
+
+
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_all_padding_step_leaves_the_belief_unchanged(dynamic):
     with jax.enable_x64(True):

@@ -204,6 +204,22 @@ MUTANTS = [
         "the full family's Cholesky check runs on the host, a second pass over the belief per call",
     ),
     Mutant(
+        "bank-in-turn-shares-the-first-drift",
+        "skbong/engine/filter/stream.py",
+        "                                 drift=drift if jnp.ndim(hyper.drift) else hyper.drift)",
+        "                                 drift=hyper.drift[0] if jnp.ndim(hyper.drift) else hyper.drift)",
+        ("tests/test_stream.py", "-k", "streamed_alone"),
+        "a bank that runs its filters in turn gives each the first filter's drift",
+    ),
+    Mutant(
+        "bank-in-turn-mixes-the-priors",
+        "skbong/engine/filter/stream.py",
+        "        return jax.lax.map(each, (states, hyper.prior_var, drifts))",
+        "        return jax.lax.map(each, (states, hyper.prior_var[::-1], drifts))",
+        ("tests/test_stream.py", "-k", "streamed_alone"),
+        "a bank that runs its filters in turn pairs each belief with another's prior variance",
+    ),
+    Mutant(
         "shared-sigma-j-without-scale",
         "skbong/engine/families/full.py",
         "sb, cov_rest = (cov @ curv.jac[0]) * curv.scale[0], None",

@@ -92,6 +92,10 @@ class Family(NamedTuple):
         Whether the precision keeps a rank-``rank`` part (``rank`` applies): below the
         full rank its steps truncate, and a small model may do better with the full
         covariance (the error messages' advice).
+    bank_in_turn : bool
+        Whether a bank's filters run one after another in its program (``lax.map``)
+        rather than side by side (``vmap``): see
+        :func:`~skbong.engine.filter.stream.run_bank`.
     """
 
     init: Callable
@@ -119,6 +123,7 @@ class Family(NamedTuple):
     merge: Any = None
     merge_exact: Callable = lambda rank, p: False
     low_rank: bool = False
+    bank_in_turn: bool = False
 
     def acceptable(self, state):
         """Whether a (backtracked) step's result is a usable belief: ``is_valid`` and,

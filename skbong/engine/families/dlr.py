@@ -332,4 +332,5 @@ DLR = Family(
     merge=LOW_RANK,
     merge_exact=lambda rank, p: rank >= p,  # nothing is projected away: the full family
     low_rank=True,
+    bank_in_turn=True,
 )
