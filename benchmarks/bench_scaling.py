@@ -211,7 +211,8 @@ def main():
           + ", ".join(f"{k} {v:.2f}" for k, v in sorted(exps.items())))
     big = [r for r in ok if r["family"] == "dlr" and r["P"] >= 1e6 and r["device"] == "cpu"]
     for r in big:
-        print(f"dlr-10 at P = {r['P']}: {r['obs_per_s']:.0f} obs/s (target: ≥ 25), peak over start "
+        print(f"dlr-10 at P = {r['P']}: {r['obs_per_s']:.0f} obs/s (memory-bound: the step's "
+              f"passes over the {r['state_mb']:.0f} MB belief), peak over start "
               f"{r['peak_over_start_mb']:.0f} MB = {r['peak_over_start_mb'] / r['state_mb']:.1f}× "
               "the state (target ≤ 3×)")
     write_json({"rows": rows, "exponents": exps, "load_after": load_note()},
