@@ -46,9 +46,11 @@ def bank_rows(quick):
                 dynamic = best["one drifting filter"] / best["one filter"]
                 why = "" if ratio <= goal else (
                     f"3 filters, each with the drift's predict step (one filter of a fixed "
-                    f"drift costs {dynamic:.2f}x one static filter), linearising at its own "
-                    f"mean; a drift bank retires no filter (forgetting can close an "
-                    f"evidence gap)")
+                    f"drift alone costs {dynamic:.2f}x one static filter, three "
+                    f"{3 * dynamic:.1f}x) and, in a bank, each row's linearised predictive "
+                    f"density (the evidence that weighs them); each linearises at its own "
+                    f"mean, and a drift bank retires no filter (forgetting can close a gap "
+                    f"in the evidence)")
                 rows.append(dict(figure=f"drift='auto' / one filter, {name[7:]}", value=ratio,
                                  goal=f"<= {goal:g}", met=ratio <= goal, why=why))
             elif name.startswith("linear"):
