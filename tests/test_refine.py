@@ -217,10 +217,15 @@ def test_a_pass_without_a_usable_belief_is_not_kept(monkeypatch):
         est = BongClassifier(prior_variance=1.0, dtype="float64", random_state=0).fit(X, y)
     assert est.n_refine_passes_ == 0
     np.testing.assert_array_equal(est.posterior_mean_, one.posterior_mean_)
+    # a bank none of whose passes is usable: every filter keeps its own one pass (the
+    # bank's filters make them after all: the reference's would not be theirs)
+    ones = BongClassifier(dtype="float64", refine=0, random_state=0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="pass 1 was not kept"):
+        bank = BongClassifier(dtype="float64", random_state=0).fit(X, y)
+    np.testing.assert_array_equal(bank.posterior_.mean, ones.posterior_.mean)
     # a bank: filter 3 (σ₀² = 1) never takes a pass; the others reach their modes
     monkeypatch.setattr(newton, "newton_pass", failing(lambda k: k == 3))
     bank = BongClassifier(dtype="float64", refine=50, random_state=0).fit(X, y)
-    ones = BongClassifier(dtype="float64", refine=0, random_state=0).fit(X, y)
     assert bank.prior_grid_[3] == 1.0 and bank.n_refine_passes_ > 1
     np.testing.assert_array_equal(bank.posterior_.mean[3], ones.posterior_.mean[3])
     mode, _ = _mode_and_laplace(X, y, 10.0)

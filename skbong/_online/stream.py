@@ -1150,6 +1150,8 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh, reference=False):
             mean, cov, ok = _newton_pass(est, config, blocks, point)
             value = None
         ok = ok & active
+        if reference and k == 0 and not ok.all():  # before the warning of an unusable pass
+            return False
         if not ok.any():
             warnings.warn(
                 f"{type(est).__name__}: fit kept {k} of up to {passes} further passes "
@@ -1172,7 +1174,7 @@ def _refine(est, config, X, Y, sample_weight, obs_var, fresh, reference=False):
         if not better.all():
             value, better = _damped(est, config, X, Y, w, obs_var, point, value, best,
                                     ok & ~converged)
-        if reference and k == 0 and not better.all():  # an unusable pass included
+        if reference and k == 0 and not better.all():
             return False
         # the filters whose pass did not help keep their belief
         new = stacked(est._state)
