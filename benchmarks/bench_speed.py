@@ -150,6 +150,7 @@ def authors_rows(src, quick):
 
 def _why_not(case, family, row, goal, quick):
     """What a public-fit ratio below its goal is made of, measured in this run."""
+    import bench_authors
     import jax
     from _common import make_problem
     from bench_profile import largest_product, product_gflops, step_mflop
@@ -157,18 +158,18 @@ def _why_not(case, family, row, goal, quick):
     ceiling = row["authors / update only"]
     update = row["skbong update only"]
     if ceiling < goal:  # the update itself: its arithmetic and the rate it runs at
-        problem = make_problem(case, family, steps=bench_authors_steps())
+        problem = make_problem(case, family, steps=bench_authors.STEPS)
         cfg, state = problem[0], problem[1]
         mflop = step_mflop(*problem[:4], *problem[4], jax.random.PRNGKey(0))
         alone = product_gflops(*largest_product(cfg, state))
         need = mflop * 1e3 / (row["authors"] / goal)
         return (f"the engine's update alone is {ceiling:.2f}x the authors': {mflop:.1f} MFLOP "
                 f"per step at {mflop * 1e3 / update:.0f} GFLOP/s; {goal:g}x needs "
-                f"{need:.0f} GFLOP/s, more than the step's largest product reaches compiled "
-                f"alone ({alone:.0f})")
+                f"{need:.0f} GFLOP/s, where the step's largest product runs at "
+                f"{alone:.0f} compiled alone")
     import bench_blocked
 
-    beyond = (row["public fit"] - row["skbong"]) * bench_authors_steps() / 1e3
+    beyond = (row["public fit"] - row["skbong"]) * bench_authors.STEPS / 1e3
     blocked = bench_blocked.time_blocked(32, 2.0 if quick else 5.0)
     stream = row["authors / skbong"]
     return (f"the stream the estimators run, with its per-row checks and outputs, is "
@@ -179,12 +180,6 @@ def _why_not(case, family, row, goal, quick):
             f"after the stream). Conditioning on blocks of 32 rows ({blocked:.2f} µs per "
             f"row, bench_blocked.py) would change the result's bits with the split of the "
             f"rows into calls")
-
-
-def bench_authors_steps():
-    import bench_authors
-
-    return bench_authors.STEPS
 
 
 def main():
