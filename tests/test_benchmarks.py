@@ -211,3 +211,33 @@ def test_defaults_synthetic_sets_are_what_they_claim(defaults_module):
         assert np.all(np.abs(ds.yte - A @ w) < 4.0)
     counts = sets["poisson counts"].ytr
     assert np.all(counts == np.round(counts)) and counts.min() >= 0
+
+
+@pytest.fixture(scope="module")
+def blocked_module():
+    yield from _load("bench_blocked")
+
+
+def test_the_blocked_filter_is_the_stream_s_kalman_filter(blocked_module):
+    """``benchmarks/bench_blocked.py`` times the linear-Gaussian filter conditioned on
+    blocks of rows: it must be the filter the stream runs one row at a time (the same
+    posterior, to float32 rounding: 64 updates of unit-scale numbers, each a few ulps,
+    so atol 1e-5), and the zero rows that pad a call to whole blocks condition on
+    nothing."""
+    bb = blocked_module
+    cfg, state, mean0, hyper, (xs, ys, ws) = bb.make_problem("linreg10", "full", steps=64)
+    shipped, _, _, ok = E.run_stream(cfg, state, mean0, hyper, xs, ys, ws, 0,
+                                     jax.random.PRNGKey(0))
+    assert np.all(np.asarray(ok))
+    h = np.concatenate([np.asarray(xs[:, 0]), np.ones((64, 1), np.float32)], axis=1)
+    y, r = np.asarray(ys[:, 0, 0]), hyper.obs_var
+    for size in (16, 32):
+        mean, cov, _ = bb.blocked(state.mean, state.cov, h, y, r, size)
+        np.testing.assert_allclose(mean, shipped.mean, atol=1e-5)
+        np.testing.assert_allclose(cov, shipped.cov, atol=1e-5)
+    whole = bb.blocked(state.mean, state.cov, h[:32], y[:32], r, 16)
+    padded = bb._call((state.mean, state.cov), h[:20], y[:20], r, 16)
+    twenty = bb.blocked(state.mean, state.cov, h[:16], y[:16], r, 16)
+    twenty = bb._call(twenty, h[16:20], y[16:20], r, 16)
+    np.testing.assert_allclose(padded[1], twenty[1], atol=1e-6)
+    assert not np.allclose(padded[1], whole[1], atol=1e-6)  # the rows 20–31 did count
