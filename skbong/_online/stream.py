@@ -100,13 +100,7 @@ def learn(est, config, X, Y, sample_weight, obs_var):
     """
     dt = est._jax_dtype()
     size, n_rows = int(est.batch_size), X.shape[0]
-    w = np.ones(n_rows, dt) if sample_weight is None else np.asarray(sample_weight, dt)
-    # the rows as the engine sees them (a network's standardisation); the calibration
-    # window and the checks that predict keep the user's rows
-    engine_X = _inputs.engine_inputs(est, X).astype(dt, copy=False)
-    raw = engine_X if getattr(est, "_input_standardisation", None) is None else X
-    X = engine_X
-    Y = Y.astype(dt, copy=False)
+    X, Y, w, raw = _call_rows(est, X, Y, sample_weight)
     hyper = est._hyper(obs_var, config)
     noise = est._noise
     if config.learn_noise and noise is None:  # start learning from the value in use
@@ -176,6 +170,18 @@ def learn(est, config, X, Y, sample_weight, obs_var):
         _warn_if_diverging(est, config, X, Y, z, np.where(learned, w, 0))
     if sound:
         _warn_if_outliers(est, config, log_lik, np.where(learned, w, 0))
+
+
+def _call_rows(est, X, Y, sample_weight):
+    """A call's rows in the estimator's dtype: ``(X, Y, w, raw)``, X as the engine sees
+    them (a network's standardisation), w the weights (ones without ``sample_weight``),
+    and ``raw`` the rows the calibration window and the checks that predict keep (the
+    user's, where the engine standardises them)."""
+    dt = est._jax_dtype()
+    w = np.ones(X.shape[0], dt) if sample_weight is None else np.asarray(sample_weight, dt)
+    engine_X = _inputs.engine_inputs(est, X).astype(dt, copy=False)
+    raw = engine_X if getattr(est, "_input_standardisation", None) is None else X
+    return engine_X, Y.astype(dt, copy=False), w, raw
 
 
 def _learn_bank(est, config, hyper, X, Y, w, noise, obs_var, raw):
@@ -959,21 +965,17 @@ def _reference_pass(est, config, X, Y, sample_weight, obs_var):
     in the same way where a filter's first further pass does not raise its log posterior."""
     if est._log_evidence is None or not _refine_passes(est, config):
         return False
-    dt = est._jax_dtype()
     n_rows = X.shape[0]
-    w = np.ones(n_rows, dt) if sample_weight is None else np.asarray(sample_weight, dt)
+    X, Y, w, raw = _call_rows(est, X, Y, sample_weight)
     k = bank_reference(est, np.isfinite(est._log_evidence))
     state = tuple(a[k] for a in est._state)
-    engine_X = _inputs.engine_inputs(est, X).astype(dt, copy=False)
     (new, _), ok, sound, _, log_lik = _run(
-        est, config, (state, None), _filters_of(est._hyper(obs_var, config), k), engine_X,
-        Y.astype(dt, copy=False), w, est._n_steps, _progress(est, n_rows),
+        est, config, (state, None), _filters_of(est._hyper(obs_var, config), k), X, Y, w,
+        est._n_steps, _progress(est, n_rows),
     )
     if not (sound and ok.all() and np.all(np.isfinite(log_lik))):
         return False
-    raw = engine_X if getattr(est, "_input_standardisation", None) is None else X
-    _record_calibration(est, config, None, raw, Y.astype(dt, copy=False), w,
-                        np.ones(n_rows, bool))
+    _record_calibration(est, config, None, raw, Y, w, np.ones(n_rows, bool))
     n_filters = len(est._log_evidence)
     est._state = tuple(np.ascontiguousarray(np.broadcast_to(a, (n_filters,) + a.shape))
                        for a in new)

@@ -316,15 +316,10 @@ def run_bank(config, states, mean0, hyper, xs, ys, ws, step0, key, length=None):
         return _run_stream(config, state, mean0, hyp, xs, ys, ws, step0, key, length)
 
     if config.impl.family.bank_in_turn:
-        drifts = hyper.drift if jnp.ndim(hyper.drift) else jnp.zeros(hyper.prior_var.shape[:1])
-
-        def each(args):
-            state, prior_var, drift = args
-            hyp = hyper._replace(prior_var=prior_var,
-                                 drift=drift if jnp.ndim(hyper.drift) else hyper.drift)
-            return one(state, hyp)
-
-        return jax.lax.map(each, (states, hyper.prior_var, drifts))
+        per_filter = {"prior_var": hyper.prior_var}
+        if jnp.ndim(hyper.drift):
+            per_filter["drift"] = hyper.drift
+        return jax.lax.map(lambda a: one(a[0], hyper._replace(**a[1])), (states, per_filter))
 
     axes = Hyper(
         prior_var=0,
